@@ -1,0 +1,66 @@
+"""The one Diagnostic shape shared by every stage, and its rendering.
+
+Codes by stage (style guide): ``E1xx`` syntax, ``E2xx`` static checks, ``E3xx`` runtime,
+``E4xx`` lifecycle. A rendered diagnostic reads::
+
+    path/to/file.harn:3:11: error[E101]: Unterminated string at 3:11
+      3 |   let x = "oops
+        |           ^
+
+Messages are lower-case where we choose the wording; where the spec fixes a reference
+message (``Unterminated string at L:C``) that text is used verbatim so conformance
+``.error`` files match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One error or warning.
+
+    ``line``/``col`` are 1-based (0 when unknown); ``source`` is the full text of the file
+    (used to show the offending line with a caret); ``notes`` are extra lines (hints).
+    """
+
+    code: str
+    message: str
+    path: str = "<input>"
+    line: int = 0
+    col: int = 0
+    severity: str = "error"
+    source: str | None = field(default=None, repr=False, compare=False)
+    notes: tuple[str, ...] = ()
+    end_col: int = 0
+
+    def render(self) -> str:
+        """The human-readable text: ``file:line:col: severity[code]: message`` + caret."""
+        loc = self.path
+        if self.line:
+            loc += f":{self.line}:{self.col}"
+        out = [f"{loc}: {self.severity}[{self.code}]: {self.message}"]
+        if self.source is not None and self.line:
+            lines = self.source.split("\n")
+            if 0 < self.line <= len(lines):
+                text = lines[self.line - 1].rstrip("\r").expandtabs(1)
+                gutter = str(self.line)
+                pad = " " * len(gutter)
+                width = max(1, (self.end_col - self.col) if self.end_col > self.col else 1)
+                out.append(f"  {gutter} | {text}")
+                out.append(f"  {pad} | {' ' * max(0, self.col - 1)}{'^' * width}")
+        for note in self.notes:
+            out.append(f"  = {note}")
+        return "\n".join(out)
+
+
+class DiagnosticError(Exception):
+    """An error that carries one or more :class:`Diagnostic` (syntax and static checks)."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(diagnostics[0].message if diagnostics else "error")
+        self.diagnostics = diagnostics
+
+    def render(self) -> str:
+        return "\n".join(d.render() for d in self.diagnostics)

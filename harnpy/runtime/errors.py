@@ -1,0 +1,102 @@
+"""Runtime error types: what a Harn program can throw or fail with.
+
+Two exception roots keep user errors apart from interpreter bugs:
+
+* :class:`HarnError` and subclasses are *user* errors. They carry a Harn value, render as the
+  reference's messages (spec language.md 3.12) and may be caught by ``try``/``catch``.
+* Any other Python exception escaping the evaluator is an internal bug; the CLI reports it as
+  such (with a Python traceback only under ``HARNPY_DEBUG=1``).
+
+Diagnostic codes (style guide): E3xx are runtime errors, E4xx lifecycle errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEntry:
+    """One line of a Harn stack trace: function name and source location (1-based)."""
+
+    function: str
+    path: str
+    line: int
+    col: int
+
+
+class HarnError(Exception):
+    """A user-level Harn error (catchable by ``try``/``catch``).
+
+    ``code`` is the diagnostic code (``E3xx``); ``trace`` is filled while the error unwinds
+    the Harn frame stack, innermost first.
+    """
+
+    code = "E300"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.trace: list[TraceEntry] = []
+
+    @property
+    def catch_value(self) -> Any:
+        """The value ``catch (e)`` binds: the message string for runtime errors."""
+        return self.message
+
+    def render(self) -> str:
+        """The uncaught-error text (``Thrown: x`` / ``Runtime error: ...``)."""
+        return self.message
+
+
+class HarnThrow(HarnError):
+    """``throw v``: carries the thrown Harn value itself."""
+
+    code = "E310"
+
+    def __init__(self, value: Any) -> None:
+        from harnpy.runtime.display import display
+
+        super().__init__(f"Thrown: {display(value)}")
+        self.value = value
+
+    @property
+    def catch_value(self) -> Any:
+        return self.value
+
+
+class HarnRuntimeError(HarnError):
+    """A runtime error with a fixed message (``Division by zero``, ``Type error: ...``)."""
+
+
+class HarnInterrupt(BaseException):
+    """Ctrl-C inside a running evaluation: not catchable by Harn ``catch`` blocks.
+
+    Derives from ``BaseException`` so that ``except HarnError`` in builtins never swallows it.
+    """
+
+
+class SnapshotExit(BaseException):
+    """Raised by ``__snapshot_exit`` after the snapshot file is written: ends the run."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+def runtime_error(msg: str, code: str = "E300") -> HarnRuntimeError:
+    """``Runtime error: <msg>``."""
+    return HarnRuntimeError(f"Runtime error: {msg}", code)
+
+
+def type_error(msg: str) -> HarnRuntimeError:
+    """``Type error: <msg>``."""
+    return HarnRuntimeError(f"Type error: {msg}", "E302")
+
+
+def plain_error(msg: str, code: str = "E300") -> HarnRuntimeError:
+    """An error whose message has no prefix (``Division by zero``, ``Undefined variable: x``)."""
+    return HarnRuntimeError(msg, code)
