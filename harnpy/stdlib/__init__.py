@@ -1,0 +1,17 @@
+"""Builtins and the bundled standard library.
+
+:mod:`harnpy.stdlib.registry` holds the one builtin registry; each module below registers its
+builtins at import time. :func:`load_all` imports them all.
+"""
+
+
+def load_all() -> None:
+    """Import every builtin module so that its ``@builtin``/``@method`` registrations run.
+
+    Idempotent (Python imports each module once).
+    """
+    import harnpy.stdlib.encoding  # noqa: F401
+    import harnpy.stdlib.jq  # noqa: F401
+    import harnpy.stdlib.jsonlib  # noqa: F401
+    import harnpy.stdlib.regexlib  # noqa: F401
+    import harnpy.stdlib.timelib  # noqa: F401

@@ -1,0 +1,84 @@
+"""The injectable clock every time-reading builtin goes through (spec language.md 4.13).
+
+A :class:`Clock` lives on the interpreter's shared services (``thread.runtime.clock``). In real
+mode it reads the host clocks; after :meth:`Clock.set` (the ``mock_time`` builtin) it is a mock:
+wall-clock and monotonic readings only move when :meth:`Clock.advance` or :meth:`Clock.sleep_ms`
+is called, and sleeping returns at once. Tests give their fake runtime a ``Clock()``.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+class Clock:
+    """Wall-clock and monotonic time source with a mock mode.
+
+    Units: wall-clock readings are Unix epoch milliseconds (int); monotonic readings are
+    milliseconds (float) since the clock was created (real mode) or since the mock was set
+    (mock mode, starting at 0).
+    """
+
+    __slots__ = ("_mock_wall_ms", "_mock_mono_ms", "_origin")
+
+    def __init__(self) -> None:
+        self._mock_wall_ms: int | None = None
+        self._mock_mono_ms = 0.0
+        self._origin = time.monotonic()
+
+    @property
+    def mocked(self) -> bool:
+        """True while the clock is in mock mode."""
+        return self._mock_wall_ms is not None
+
+    def now_ms(self) -> int:
+        """Wall-clock time as integer Unix epoch milliseconds."""
+        if self._mock_wall_ms is not None:
+            return self._mock_wall_ms
+        return time.time_ns() // 1_000_000
+
+    def now_s(self) -> float:
+        """Wall-clock time as float Unix epoch seconds (sub-millisecond precision when real)."""
+        if self._mock_wall_ms is not None:
+            return self._mock_wall_ms / 1000.0
+        return time.time()
+
+    def monotonic_ms(self) -> float:
+        """Milliseconds since the clock's origin; never goes backwards."""
+        if self._mock_wall_ms is not None:
+            return self._mock_mono_ms
+        return (time.monotonic() - self._origin) * 1000.0
+
+    def sleep_ms(self, ms: float) -> None:
+        """Sleep ``ms`` milliseconds (non-positive values return at once).
+
+        In mock mode the mock time advances by ``ms`` instead and no real time passes.
+        """
+        if ms <= 0:
+            return
+        if self._mock_wall_ms is not None:
+            self.advance(ms)
+            return
+        time.sleep(ms / 1000.0)
+
+    def set(self, ms: int) -> None:
+        """Enter mock mode with the wall clock at epoch ``ms`` and the monotonic clock at 0."""
+        self._mock_wall_ms = int(ms)
+        self._mock_mono_ms = 0.0
+
+    def advance(self, ms: float) -> None:
+        """Move mock time forward by ``ms`` milliseconds.
+
+        Outside mock mode this first freezes the clock at the current real time, so the
+        advance is observable (the reference ``advance_time`` behaves the same way).
+        """
+        if self._mock_wall_ms is None:
+            self._mock_mono_ms = self.monotonic_ms()
+            self._mock_wall_ms = self.now_ms()
+        self._mock_wall_ms += int(ms)
+        self._mock_mono_ms += ms
+
+    def reset(self) -> None:
+        """Leave mock mode: readings come from the host clocks again."""
+        self._mock_wall_ms = None
+        self._mock_mono_ms = 0.0
