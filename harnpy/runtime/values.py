@@ -173,10 +173,12 @@ class Builtin:
 
     ``fn(thread, *args)`` is the Python implementation; ``name`` the Harn name. When
     ``callback`` is true, calling ``fn`` returns a Python generator that yields
-    :class:`CallRequest` objects (see :mod:`harnpy.stdlib.registry`).
+    :class:`CallRequest` objects (see :mod:`harnpy.stdlib.registry`). A ``control`` builtin
+    is always called from an instruction that has saved the caller's resume point first
+    (snapshots, blocking, scheduling), so it may capture or suspend the thread.
     """
 
-    __slots__ = ("name", "fn", "callback", "max_args", "doc", "thread_arg")
+    __slots__ = ("name", "fn", "callback", "max_args", "doc", "thread_arg", "control")
 
     def __init__(
         self,
@@ -187,6 +189,7 @@ class Builtin:
         max_args: int | None = None,
         doc: str = "",
         thread_arg: bool = True,
+        control: bool = False,
     ) -> None:
         self.name = name
         self.fn = fn
@@ -194,6 +197,7 @@ class Builtin:
         self.max_args = max_args
         self.doc = doc
         self.thread_arg = thread_arg
+        self.control = control
 
     def __repr__(self) -> str:
         return f"<builtin {self.name}>"

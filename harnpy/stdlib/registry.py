@@ -73,14 +73,27 @@ def _doc(fn: Callable[..., Any]) -> str:
 
 
 def builtin(
-    name: str | None = None, *, aliases: Iterable[str] = (), callback: bool = False
+    name: str | None = None,
+    *,
+    aliases: Iterable[str] = (),
+    callback: bool = False,
+    control: bool = False,
 ) -> Callable[[F], F]:
     """Register ``fn(thread, *args)`` as the global builtin ``name`` (default: the Python
-    name without a trailing underscore). ``aliases`` registers extra names for it."""
+    name without a trailing underscore). ``aliases`` registers extra names for it.
+    ``control`` marks builtins that snapshot, block or reschedule the calling thread: the
+    caller's resume point is saved before they run and they are never inlined."""
 
     def deco(fn: F) -> F:
         harn_name = name or fn.__name__.rstrip("_")
-        b = Builtin(harn_name, fn, callback=callback, max_args=_max_args(fn, 1), doc=_doc(fn))
+        b = Builtin(
+            harn_name,
+            fn,
+            callback=callback,
+            max_args=_max_args(fn, 1),
+            doc=_doc(fn),
+            control=control,
+        )
         for n in (harn_name, *aliases):
             if n in BUILTINS:
                 raise RuntimeError(f"builtin {n!r} registered twice")
@@ -120,7 +133,9 @@ def method(
 
 
 def _renamed(b: Builtin, name: str) -> Builtin:
-    return Builtin(name, b.fn, callback=b.callback, max_args=b.max_args, doc=b.doc)
+    return Builtin(
+        name, b.fn, callback=b.callback, max_args=b.max_args, doc=b.doc, control=b.control
+    )
 
 
 def lookup_method(type_name: str, name: str) -> Builtin | None:

@@ -1,0 +1,370 @@
+"""Calls, returns and method dispatch on the explicit frame stack.
+
+Every function here runs *inside one instruction*: it either finishes the call at once
+(builtins) and returns the next pc, or pushes a new frame onto the thread, saves the
+caller's resume pc and returns :data:`SWITCH` so the run loop reloads the top frame. No Harn
+call ever recurses on the Python stack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnpy.runtime.code import MISSING, STOP, SWITCH, CodeObject, Frame, NativeFrame
+from harnpy.runtime.display import display
+from harnpy.runtime.errors import HarnRuntimeError, plain_error, type_error
+from harnpy.runtime.values import (
+    BoundMethod,
+    Builtin,
+    CallRequest,
+    Closure,
+    EnumValue,
+    Generator,
+    HSet,
+    StructValue,
+    type_name,
+)
+from harnpy.stdlib.registry import METHODS
+
+_METHOD_TABLE_KEY: dict[type, str] = {
+    str: "string",
+    list: "list",
+    dict: "dict",
+    HSet: "set",
+    StructValue: "struct",
+    EnumValue: "enum",
+    bytes: "bytes",
+    int: "int",
+    float: "float",
+}
+
+
+def stack_overflow() -> HarnRuntimeError:
+    return plain_error("Stack overflow: too many nested calls", "E304")
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def bind_args(code: CodeObject, args: list[Any], captures: list[Any], name: str) -> list[Any]:
+    """Build the slot list of a new frame of ``code`` (spec language.md 3.11).
+
+    Missing arguments become nil (or MISSING when the code applies defaults in its
+    prologue); surplus arguments are dropped unless the last parameter is a rest parameter.
+    """
+    n = code.nparams
+    if code.rest:
+        fixed = n - 1
+        head = args[:fixed]
+        if len(head) < fixed:
+            head = head + [MISSING if code.has_defaults else None] * (fixed - len(head))
+        slots = head + [args[fixed:]]
+    else:
+        k = len(args)
+        if k == n:
+            slots = list(args)
+        elif k > n:
+            slots = args[:n]
+        else:
+            slots = args + [MISSING if code.has_defaults else None] * (n - k)
+    slots.extend(captures)
+    extra = code.nslots - len(slots)
+    if extra:
+        slots.extend([None] * extra)
+    return slots
+
+
+# -------------------------------------------------------------------- calls
+
+
+def call_value(f: Frame, callee: Any, args: list[Any], target: int, nxt: int) -> int:
+    """Call ``callee`` with ``args`` from frame ``f``; the result goes to ``f.slots[target]``.
+
+    Returns ``nxt`` when the call completed inline, :data:`SWITCH` when a frame was pushed.
+    Raises ``Type error: Cannot call X`` for non-callable values.
+    """
+    t = type(callee)
+    if t is Closure:
+        code = callee.code
+        th = f.thread
+        if code.simple and len(args) == code.nparams:
+            slots = args + callee.captures
+            if code.nslots > len(slots):
+                slots.extend([None] * (code.nslots - len(slots)))
+        else:
+            if callee.bound_self is not None:
+                args = [callee.bound_self, *args]
+            slots = bind_args(code, args, callee.captures, code.name)
+        nf = Frame(code, slots, th)
+        if code.is_generator:
+            f.slots[target] = Generator(nf, code.gen_kind)
+            return nxt
+        if th.depth >= th.max_depth:
+            raise stack_overflow()
+        th.depth += 1
+        nf.parent = f
+        nf.ret_slot = target
+        f.pc = nxt
+        th.frame = nf
+        return SWITCH
+    if t is Builtin:
+        m = callee.max_args
+        if m is not None and len(args) > m:
+            args = args[:m]
+        if callee.callback:
+            return push_native(f, callee, callee.fn(f.thread, *args), target, nxt)
+        if callee.control:
+            return call_control(f, callee, args, target, nxt)
+        f.slots[target] = callee.fn(f.thread, *args)
+        return nxt
+    if t is BoundMethod:
+        return call_method(f, callee.receiver, callee.name, args, target, nxt)
+    if t is StructType:
+        f.slots[target] = callee.construct(args)
+        return nxt
+    raise type_error(f"Cannot call {display(callee)}")
+
+
+def call_control(f: Frame, callee: Builtin, args: list[Any], target: int, nxt: int) -> int:
+    """Call a control builtin with the caller's resume point saved: ``f.pc`` is the next
+    instruction and the result slot already holds nil, so the thread can be snapshotted or
+    descheduled inside the call. The builtin returns its value, or raises/blocks."""
+    f.pc = nxt
+    f.slots[target] = None
+    th = f.thread
+    th.pending_target = target
+    value = callee.fn(th, *args)
+    if th.frame is not f or th.blocked_on is not None:
+        return STOP if th.blocked_on is not None else SWITCH
+    f.slots[target] = value
+    return nxt
+
+
+def push_native(f: Frame | NativeFrame, builtin: Builtin, gen: Any, target: int, nxt: int) -> int:
+    """Start a callback builtin's generator as a native frame above ``f``."""
+    th = f.thread
+    nf = NativeFrame(gen, builtin.name, th)
+    if th.depth >= th.max_depth:
+        raise stack_overflow()
+    th.depth += 1
+    nf.parent = f
+    nf.ret_slot = target
+    if not f.native:
+        f.pc = nxt  # type: ignore[union-attr]
+    th.frame = nf
+    return SWITCH
+
+
+def resume_native(nf: NativeFrame) -> int:
+    """Advance a native frame: send it the pending result, act on what it yields next."""
+    try:
+        if nf.pending_exc is not None:
+            exc = nf.pending_exc
+            nf.pending_exc = None
+            req = nf.gen.throw(exc)
+        elif nf.started:
+            req = nf.gen.send(nf.pending)
+        else:
+            nf.started = True
+            req = next(nf.gen)
+    except StopIteration as stop:
+        return finish_frame(nf, stop.value)
+    nf.pending = None
+    if type(req) is CallRequest:
+        return call_from_native(nf, req.fn, req.args)
+    handler = getattr(req, "handle", None)
+    if handler is not None:
+        return int(handler(nf))
+    raise RuntimeError(f"builtin {nf.builtin} yielded an unknown request {req!r}")
+
+
+def call_from_native(nf: NativeFrame, callee: Any, args: list[Any]) -> int:
+    """A Harn call requested by a native frame; the result is sent back into it."""
+    t = type(callee)
+    if t is Closure:
+        code = callee.code
+        if callee.bound_self is not None:
+            args = [callee.bound_self, *args]
+        slots = bind_args(code, list(args), callee.captures, code.name)
+        fr = Frame(code, slots, nf.thread)
+        if code.is_generator:
+            nf.pending = Generator(fr, code.gen_kind)
+            return SWITCH
+        th = nf.thread
+        if th.depth >= th.max_depth:
+            raise stack_overflow()
+        th.depth += 1
+        fr.parent = nf
+        th.frame = fr
+        return SWITCH
+    if t is Builtin:
+        m = callee.max_args
+        if m is not None and len(args) > m:
+            args = args[:m]
+        if callee.callback:
+            return push_native(nf, callee, callee.fn(nf.thread, *args), -1, 0)
+        nf.pending = callee.fn(nf.thread, *args)
+        return SWITCH
+    if t is StructType:
+        nf.pending = callee.construct(list(args))
+        return SWITCH
+    if t is BoundMethod:
+        # Dispatch through a temporary slot-less path: run the method and deliver.
+        return call_method(nf, callee.receiver, callee.name, list(args), -1, 0)  # type: ignore[arg-type]
+    raise type_error(f"Cannot call {display(callee)}")
+
+
+def finish_frame(fr: Frame | NativeFrame, value: Any) -> int:
+    """Pop ``fr`` and deliver ``value`` to its caller (slot, native frame or thread)."""
+    th = fr.thread
+    p = fr.parent
+    th.frame = p
+    th.depth -= 1
+    if p is None:
+        th.result = value
+        th.finished = True
+        return STOP
+    if p.native:
+        p.pending = value  # type: ignore[union-attr]
+    else:
+        r = fr.ret_slot
+        if r >= 0:
+            p.slots[r] = value  # type: ignore[union-attr]
+    return SWITCH
+
+
+def deliver(f: Frame | NativeFrame, target: int, value: Any, nxt: int) -> int:
+    """Store an inline result for a caller that may be a Harn frame or a native frame."""
+    if f.native:
+        f.pending = value  # type: ignore[union-attr]
+        return SWITCH
+    f.slots[target] = value  # type: ignore[union-attr]
+    return nxt
+
+
+# ------------------------------------------------------------------ methods
+
+
+def call_method(f: Frame, obj: Any, name: str, args: list[Any], target: int, nxt: int) -> int:
+    """``obj.name(args)`` (spec 3.7): builtin methods, dict-held callables, impl methods,
+    generator ``next``; unknown methods give nil."""
+    t = type(obj)
+    key = _METHOD_TABLE_KEY.get(t)
+    if key is None:
+        key = type_name(obj)
+    table = METHODS.get(key)
+    if table is not None:
+        m = table.get(name)
+        if m is not None:
+            mx = m.max_args
+            if mx is not None and len(args) > mx:
+                args = args[:mx]
+            if m.callback:
+                return push_native(f, m, m.fn(f.thread, obj, *args), target, nxt)
+            return deliver(f, target, m.fn(f.thread, obj, *args), nxt)
+    if t is dict:
+        v = obj.get(name)
+        if type(v) in (Closure, Builtin, BoundMethod, StructType):
+            return _call_any(f, v, args, target, nxt)
+        return deliver(f, target, None, nxt)
+    if t is StructValue or t is EnumValue:
+        impl = f.thread.runtime.find_impl(obj, name)
+        if impl is not None:
+            return _call_any(f, impl, [obj, *args], target, nxt)
+        if t is StructValue:
+            v = obj.fields.get(name)
+            if type(v) in (Closure, Builtin):
+                return _call_any(f, v, args, target, nxt)
+        return deliver(f, target, None, nxt)
+    if t is Generator and name == "next":
+        return generator_next(f, obj, target, nxt)
+    return deliver(f, target, None, nxt)
+
+
+def _call_any(f: Frame | NativeFrame, callee: Any, args: list[Any], target: int, nxt: int) -> int:
+    if f.native:
+        return call_from_native(f, callee, args)  # type: ignore[arg-type]
+    return call_value(f, callee, args, target, nxt)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------- generators
+
+
+def generator_next(f: Frame | NativeFrame, gen: Generator, target: int, nxt: int) -> int:
+    """``gen.next()``: resume the generator body; its next ``yield`` (or end) delivers
+    ``{done, value}`` to ``f.slots[target]`` (spec 3.15)."""
+    if gen.done or gen.frame is None:
+        return deliver(f, target, {"done": True, "value": None}, nxt)
+    if gen.running:
+        raise type_error("generator is already running")
+    th = f.thread
+    if th.depth >= th.max_depth:
+        raise stack_overflow()
+    gf = gen.frame
+    gf.parent = f
+    gf.ret_slot = target
+    gf.thread = th
+    gen.running = True
+    th.depth += 1
+    if not f.native:
+        f.pc = nxt  # type: ignore[union-attr]
+    th.frame = gf
+    return SWITCH
+
+
+def generator_yield(gf: Frame, value: Any, nxt: int) -> int:
+    """``yield value`` inside generator frame ``gf``: park it and deliver to the consumer."""
+    gen = gf.generator
+    th = gf.thread
+    p = gf.parent
+    gf.pc = nxt
+    gf.parent = None
+    gen.running = False
+    th.depth -= 1
+    th.frame = p
+    item = {"done": False, "value": value}
+    if p is None:
+        raise RuntimeError("generator resumed without a consumer")
+    if p.native:
+        p.pending = item
+    else:
+        r = gf.ret_slot
+        if r >= 0:
+            p.slots[r] = item
+    return SWITCH
+
+
+def generator_finish(gf: Frame) -> int:
+    """The generator body ended: mark it done and deliver ``{done: true, value: nil}``."""
+    gen = gf.generator
+    gen.done = True
+    gen.running = False
+    gen.frame = None
+    return finish_frame(gf, {"done": True, "value": None})
+
+
+class StructType:
+    """The constructor value bound to a struct's name: ``P({x: 1})`` or ``P {x: 1}``.
+
+    ``fields`` lists declared field names (``optional`` ones may be absent).
+    """
+
+    __slots__ = ("name", "fields", "optional")
+
+    def __init__(self, name: str, fields: list[str], optional: set[str]) -> None:
+        self.name = name
+        self.fields = fields
+        self.optional = optional
+
+    def construct(self, args: list[Any]) -> StructValue:
+        """Build an instance from a dict argument (or positional field values)."""
+        if len(args) == 1 and type(args[0]) is dict:
+            return StructValue(self.name, dict(args[0]))
+        return StructValue(self.name, {k: v for k, v in zip(self.fields, args)})
+
+    def __repr__(self) -> str:
+        return f"<struct {self.name}>"
+
+
+def thread_result_stop() -> int:
+    return STOP

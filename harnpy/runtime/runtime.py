@@ -1,0 +1,357 @@
+"""The Runtime: interpreter services shared by all threads of one program run.
+
+It owns the module cache, the builtin universe, ``impl`` method tables, output sinks, the
+clock and the per-run mock state builtins keep (stdin mocks, LLM mocks...). A thread reaches
+it as ``thread.runtime``. Loading and running a program:
+
+    rt = Runtime()
+    module = rt.load_main(path, source)     # parse, resolve imports, compile
+    value = rt.run_module(module)           # run the entry point on the main thread
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harnpy.runtime import modules as M
+from harnpy.runtime.code import CodeObject
+from harnpy.runtime.compiler import Compiler, CompileError, ModuleContext
+from harnpy.runtime.errors import HarnError, plain_error
+from harnpy.runtime.modules import ModuleInstance
+from harnpy.runtime.thread import DEFAULT_MAX_DEPTH, Thread
+from harnpy.runtime.values import Builtin, Closure, EnumValue, StructValue
+from harnpy.syntax import ast as A
+
+#: Builtins that must run as instructions (never inlined into expressions): they need the
+#: calling frame's pc to be saved (snapshots, blocking, scheduling).
+CONTROL_BUILTINS = frozenset(
+    {
+        "__snapshot_exit",
+        "__turn_boundary",
+        "sleep",
+        "sleep_ms",
+        "await",
+        "receive",
+        "exit",
+    }
+)
+
+
+class Runtime:
+    """Shared services of one interpreter session (see module docstring).
+
+    Args:
+        argv: script arguments (``argv`` builtin).
+        stdout / stderr: text sinks (default: sys.stdout / sys.stderr writes).
+        max_depth: Harn frame limit (default 10,000).
+    """
+
+    def __init__(
+        self,
+        argv: list[str] | None = None,
+        stdout: Callable[[str], None] | None = None,
+        stderr: Callable[[str], None] | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> None:
+        from harnpy.stdlib import load_all
+        from harnpy.stdlib.registry import BUILTINS
+
+        load_all()
+        self.builtins: dict[str, Builtin] = BUILTINS
+        self.constants: dict[str, Any] = {}
+        try:
+            from harnpy.stdlib.mathlib import GLOBAL_CONSTANTS
+
+            self.constants.update(GLOBAL_CONSTANTS)
+        except ImportError:
+            import math
+
+            self.constants.update({"pi": math.pi, "e": math.e})
+        self.pure_builtins = {
+            n for n, b in BUILTINS.items() if not b.callback and n not in CONTROL_BUILTINS
+        }
+        self.argv = list(argv or [])
+        self._stdout = stdout or _stdout_writer()
+        self._stderr = stderr or _stderr_writer()
+        self.max_depth = max_depth
+        self.modules: dict[str, ModuleInstance] = {}
+        self.loading: set[str] = set()
+        self.impls: dict[str, dict[str, Any]] = {}
+        self.main_module: ModuleInstance | None = None
+        self.main_thread: Thread | None = None
+        self.restoring = False
+        try:
+            from harnpy.runtime.clock import Clock
+
+            self.clock: Any = Clock()
+        except ImportError:  # pragma: no cover - clock module lands with the time builtins
+            self.clock = None
+        self.stdout_isatty = False
+
+    # ---- output
+
+    def write_out(self, text: str) -> None:
+        self._stdout(text)
+
+    def write_err(self, text: str) -> None:
+        self._stderr(text)
+
+    # ---- impl methods and tools
+
+    def register_impl(self, type_name: str, name: str, fn: Any) -> None:
+        self.impls.setdefault(type_name, {})[name] = fn
+
+    def find_impl(self, obj: Any, name: str) -> Any:
+        if type(obj) is StructValue:
+            t = self.impls.get(obj.name)
+        elif type(obj) is EnumValue:
+            t = self.impls.get(obj.enum)
+        else:
+            t = None
+        return t.get(name) if t else None
+
+    def make_tool(self, spec: dict[str, Any], handler: Closure) -> Any:
+        """Value bound to a ``tool`` declaration: callable like its handler (the agents
+        layer reads the spec from ``tool_registry``)."""
+        tools = getattr(self, "declared_tools", None)
+        if tools is None:
+            tools = self.declared_tools = {}
+        tools[spec["name"]] = {**spec, "handler": handler}
+        return handler
+
+    # ---- modules
+
+    def parse(self, path: str, source: str) -> A.Module:
+        from harnpy.syntax import parse
+
+        return parse(source, path)
+
+    def load_main(self, path: str, source: str) -> ModuleInstance:
+        """Parse and compile the main program (script or pipeline mode)."""
+        tree = self.parse(path, source)
+        mod = ModuleInstance(path, source, tree)
+        self.main_module = mod
+        self.modules[path] = mod
+        self._link_imports(mod)
+        entry = M.entry_pipeline(tree)
+        if entry is None:
+            stmts = [s for s in tree.body if type(s) is not A.ImportDecl]
+            mod.init_code = self._compile_body(mod, stmts, "<module>")
+        else:
+            mod.init_code = self._compile_pipeline_mode(mod, entry)
+        return mod
+
+    def _context(self, mod: ModuleInstance) -> ModuleContext:
+        names = M.top_level_names(mod.ast)
+        mod.global_kinds.update({k: v for k, v in names.items() if k not in mod.global_kinds})
+        ctx = ModuleContext(
+            module=mod,
+            global_names=set(names) | set(mod.globals),
+            enums=M.collect_enums(mod.ast),
+            builtins=self.builtins,
+            pure_builtins=self.pure_builtins,
+        )
+        mod.constants = self.constants
+        return ctx
+
+    def _compile_body(
+        self, mod: ModuleInstance, stmts: list[Any], name: str, returns_last: bool = False
+    ) -> CodeObject:
+        ctx = self._context(mod)
+        comp = Compiler(ctx)
+        try:
+            code = comp.compile_module_body(stmts, -1, name, returns_last)
+        except CompileError as e:
+            raise M.syntax_error(mod.path, mod.source, e.message, e.span, e.code) from None
+        self._register_codes(mod, code, ctx)
+        return code
+
+    def _compile_pipeline_mode(self, mod: ModuleInstance, entry: A.PipelineDecl) -> CodeObject:
+        tree = mod.ast
+        body: list[Any] = []
+        decls: list[Any] = []
+        for s in tree.body:
+            u = M._unwrap(s)
+            if type(u) is A.LetStmt:
+                body.append(s)
+            elif type(u) in (
+                A.FnDecl,
+                A.ToolDecl,
+                A.StructDecl,
+                A.EnumDecl,
+                A.ImplDecl,
+                A.InterfaceDecl,
+                A.TypeDecl,
+                A.SkillDecl,
+            ):
+                decls.append(s)
+        chain = M.pipeline_chain(tree, entry)
+        ctx = self._context(mod)
+        comp = Compiler(ctx)
+        try:
+            code = comp.compile_module_body(
+                body + decls, -1, "<module>", returns_last=False, pipelines=chain
+            )
+        except CompileError as e:
+            raise M.syntax_error(mod.path, mod.source, e.message, e.span, e.code) from None
+        self._register_codes(mod, code, ctx)
+        return code
+
+    def _register_codes(self, mod: ModuleInstance, code: CodeObject, ctx: ModuleContext) -> None:
+        mod.codes[code.id] = code
+        for c in ctx.codes:
+            mod.codes[c.id] = c
+
+    def _link_imports(self, mod: ModuleInstance) -> None:
+        """Load the modules ``mod`` imports and bind the imported names into its globals.
+
+        While restoring a snapshot (``self.restoring``) modules are compiled but not run, so
+        only the names are declared here; :meth:`relink_imports` binds the values later.
+        """
+        for s in mod.ast.body:
+            if type(s) is not A.ImportDecl:
+                continue
+            try:
+                key, path = M.resolve_import(s.path, mod)
+            except HarnError as e:
+                raise M.syntax_error(mod.path, mod.source, e.message, s.span, "E206") from None
+            lib = self.import_module(key, path)
+            mod.import_links.append((s, key))
+            names = export_names(lib) if s.names is None else list(s.names)
+            if s.names is not None:
+                known = set(export_names(lib)) | {
+                    n for n, k in M.top_level_names(lib.ast).items() if k == "fn"
+                }
+                for name in names:
+                    if name not in known:
+                        raise M.syntax_error(
+                            mod.path,
+                            mod.source,
+                            f"Import error: '{name}' is not defined in {s.path}",
+                            s.span,
+                            "E206",
+                        )
+            for name in names:
+                mod.global_kinds[name] = "fn"
+                if s.is_pub:
+                    mod.pub_reexports.append(name)
+            if not self.restoring:
+                self._bind_names(mod, lib, names, s)
+
+    def _bind_names(self, mod: ModuleInstance, lib: ModuleInstance, names: list[str], s: Any) -> None:
+        for name in names:
+            value = lib.exports.get(name, lib.globals.get(name))
+            existing = mod.globals.get(name)
+            if existing is not None and existing is not value and type(existing) is Closure:
+                raise M.syntax_error(
+                    mod.path,
+                    mod.source,
+                    f"Import collision: '{name}' is already defined (imported from {s.path})",
+                    s.span,
+                    "E206",
+                )
+            mod.globals[name] = value
+
+    def relink_imports(self) -> None:
+        """After a restore: recompute exports and bind imported names (libraries first)."""
+        for mod in self.modules.values():
+            if mod is not self.main_module:
+                mod.exports = {n: mod.globals.get(n) for n in export_names(mod)}
+        for mod in self.modules.values():
+            for s, key in mod.import_links:
+                lib = self.modules[key]
+                names = export_names(lib) if s.names is None else list(s.names)
+                for name in names:
+                    mod.globals[name] = lib.exports.get(name, lib.globals.get(name))
+
+    def import_module(self, key: str, path: Path) -> ModuleInstance:
+        """Load a library module once: its imports, top-level let/var, declarations."""
+        mod = self.modules.get(key)
+        if mod is not None:
+            return mod
+        if key in self.loading:
+            raise plain_error(f"Import error: circular import of '{key}'", "E306")
+        self.loading.add(key)
+        try:
+            source = path.read_text(encoding="utf-8")
+            tree = self.parse(str(path) if not key.startswith("std/") else key, source)
+            mod = ModuleInstance(key, source, tree)
+            self._link_imports(mod)
+            stmts: list[Any] = []
+            for s in tree.body:
+                u = M._unwrap(s)
+                if type(u) in (
+                    A.LetStmt,
+                    A.FnDecl,
+                    A.ToolDecl,
+                    A.StructDecl,
+                    A.EnumDecl,
+                    A.ImplDecl,
+                    A.TypeDecl,
+                    A.InterfaceDecl,
+                ):
+                    stmts.append(s)
+            mod.init_code = self._compile_body(mod, stmts, "<module>")
+            self.modules[key] = mod
+            if not self.restoring:
+                self.run_code_sync(mod.init_code)
+                mod.exports = {n: mod.globals.get(n) for n in export_names(mod)}
+            return mod
+        finally:
+            self.loading.discard(key)
+
+    # ---- running
+
+    def new_thread(self, name: str = "main") -> Thread:
+        return Thread(self, name)
+
+    def run_code_sync(self, code: CodeObject, args: list[Any] | None = None) -> Any:
+        """Run a code object to completion on a fresh thread (module initialisers)."""
+        th = Thread(self, "init")
+        slots = list(args or []) + [None] * (code.nslots - len(args or []))
+        th.start(code, slots)
+        return th.run()
+
+    def run_module(self, mod: ModuleInstance) -> Any:
+        """Run the main module's entry point on the main thread; returns its value."""
+        assert mod.init_code is not None
+        th = Thread(self, "main")
+        self.main_thread = th
+        th.start(mod.init_code, [None] * mod.init_code.nslots)
+        return th.run()
+
+    def call_builtin_sync(self, thread: Thread, name: str, args: list[Any]) -> Any:
+        b = self.builtins.get(name)
+        if b is None:
+            raise plain_error(f"Undefined builtin: {name}", "E301")
+        return b.fn(thread, *args)
+
+
+def export_names(lib: ModuleInstance) -> list[str]:
+    """Names a wildcard import of ``lib`` exposes (spec 3.18): its ``pub fn``s, or all its
+    fns when it has none, plus names it re-exports with ``pub import``."""
+    fns: list[str] = []
+    pub: list[str] = []
+    for s in lib.ast.body:
+        u = M._unwrap(s)
+        if type(u) in (A.FnDecl, A.ToolDecl):
+            fns.append(u.name)  # type: ignore[union-attr]
+            if u.is_pub:  # type: ignore[union-attr]
+                pub.append(u.name)  # type: ignore[union-attr]
+    names = pub if pub else fns
+    return names + [n for n in lib.pub_reexports if n not in names]
+
+
+def _stdout_writer() -> Callable[[str], None]:
+    w = sys.stdout.write
+    return w
+
+
+def _stderr_writer() -> Callable[[str], None]:
+    def w(text: str) -> None:
+        sys.stderr.write(text)
+
+    return w

@@ -1,0 +1,263 @@
+"""Threads of the evaluator and the run loop.
+
+A :class:`Thread` is one running program (the main script, a spawned task, an agent
+worker): the top :class:`~harnpy.runtime.code.Frame` of its stack (frames link to their
+callers), the frame-depth counter, its output sink and its status. :meth:`Thread.run`
+executes instructions of the top frame until the stack is empty (the thread finished), the
+thread blocks, or an uncaught error escapes. Exceptions unwind the explicit frame stack
+through the handler tables of the code objects; Python's own stack never holds Harn state.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+from harnpy.runtime.calls import resume_native
+from harnpy.runtime.code import STOP, SWITCH, UNBOUND, CodeObject, Frame, NativeFrame
+from harnpy.runtime.errors import (
+    HarnError,
+    HarnInterrupt,
+    HarnThrow,
+    TraceEntry,
+    plain_error,
+)
+from harnpy.runtime.values import EnumValue, err
+
+#: Default limit of nested Harn frames (issue: 10,000, independent of Python's limit).
+DEFAULT_MAX_DEPTH = 10_000
+
+
+class Thread:
+    """One program being run by the evaluator.
+
+    Attributes:
+        runtime: shared interpreter services (:class:`~harnpy.runtime.runtime.Runtime`).
+        frame: top frame (None when not started or finished).
+        depth: number of frames on the stack; bounded by ``max_depth``.
+        result: the value returned by the bottom frame once ``finished``.
+        out: callable receiving stdout text (buffered for spawned tasks).
+        status: ``"ready"``, ``"running"``, ``"blocked"``, ``"done"``, ``"failed"``.
+        interrupt_requested: set asynchronously (Ctrl-C); checked at loop back-edges.
+        name: human-readable label (``"main"``, ``"task 3"``, a worker id).
+    """
+
+    def __init__(self, runtime: Any, name: str = "main", out: Callable[[str], None] | None = None):
+        self.runtime = runtime
+        self.name = name
+        self.frame: Frame | NativeFrame | None = None
+        self.depth = 0
+        self.max_depth: int = getattr(runtime, "max_depth", DEFAULT_MAX_DEPTH)
+        self.result: Any = None
+        self.finished = False
+        self.status = "ready"
+        self.error: HarnError | None = None
+        self.interrupt_requested = False
+        self.out = out if out is not None else runtime.write_out
+        self.blocked_on: Any = None
+        self.pending_target = -1
+        self.locals: dict[str, Any] = {}
+
+    # ---- services used by builtins
+
+    def write_out(self, text: str) -> None:
+        """Write to this thread's stdout (spawned tasks buffer it)."""
+        self.out(text)
+
+    def write_err(self, text: str) -> None:
+        self.runtime.write_err(text)
+
+    def source_path(self) -> str | None:
+        """Path of the Harn source file of the innermost Harn frame, or None."""
+        fr = self.frame
+        while fr is not None:
+            if not fr.native:
+                return fr.code.module.path  # type: ignore[union-attr]
+            fr = fr.parent
+        return None
+
+    def current_frame(self) -> Frame | None:
+        fr = self.frame
+        while fr is not None and fr.native:
+            fr = fr.parent
+        return fr  # type: ignore[return-value]
+
+    def raise_interrupt(self) -> None:
+        self.interrupt_requested = False
+        raise HarnInterrupt()
+
+    # ---- starting
+
+    def start(self, code: CodeObject, slots: list[Any]) -> None:
+        """Make a fresh frame of ``code`` the bottom of this thread's stack."""
+        fr = Frame(code, slots, self)
+        self.frame = fr
+        self.depth = 1
+        self.finished = False
+        self.status = "ready"
+
+    # ---- name lookup fallback
+
+    def late_bound(self, name: str, calling: bool) -> Any:
+        """Resolve a name that was not bound at compile time (spec 3.10: function names are
+        late-bound): search the callers' frames, then module globals, then builtins.
+
+        Raises ``Undefined variable`` / ``Undefined builtin`` with a did-you-mean hint.
+        """
+        fr = self.frame
+        while fr is not None:
+            if not fr.native:
+                code = fr.code  # type: ignore[union-attr]
+                names = code.slot_names
+                for i in range(len(names) - 1, -1, -1):
+                    if names[i] == name:
+                        v = fr.slots[i]  # type: ignore[union-attr]
+                        if v is not None and v is not UNBOUND:
+                            return v
+                g = code.module.globals
+                if name in g:
+                    return g[name]
+            fr = fr.parent
+        b = self.runtime.builtins.get(name)
+        if b is not None:
+            return b
+        if name in self.runtime.constants:
+            return self.runtime.constants[name]
+        raise self._undefined(name, calling)
+
+    def _undefined(self, name: str, calling: bool) -> HarnError:
+        candidates: set[str] = set(self.runtime.builtins)
+        fr = self.frame
+        while fr is not None:
+            if not fr.native:
+                candidates.update(n for n in fr.code.slot_names if n)  # type: ignore[union-attr]
+                candidates.update(fr.code.module.globals)  # type: ignore[union-attr]
+            fr = fr.parent
+        hint = did_you_mean(name, candidates)
+        if calling:
+            msg = f"Undefined builtin: {name}"
+        else:
+            msg = f"Undefined variable: {name}"
+        if hint:
+            msg = f"Runtime error: {msg} (did you mean `{hint}`?)"
+        return plain_error(msg, "E301")
+
+    # ---- the run loop
+
+    def run(self) -> Any:
+        """Run until the thread finishes (returns its result) or blocks (returns None with
+        ``status == "blocked"``). Uncaught Harn errors propagate with ``trace`` filled."""
+        self.status = "running"
+        frame = self.frame
+        pc = 0
+        while True:
+            try:
+                while True:
+                    if frame is None:
+                        self.status = "done"
+                        return self.result
+                    if frame.native:
+                        pc = resume_native(frame)  # type: ignore[arg-type]
+                    else:
+                        code = frame.code.instrs  # type: ignore[union-attr]
+                        pc = frame.pc  # type: ignore[union-attr]
+                        while True:
+                            pc = code[pc](frame)  # type: ignore[arg-type]
+                            if pc < 0:
+                                break
+                    if pc == SWITCH:
+                        frame = self.frame
+                        continue
+                    # STOP: finished, blocked or parked
+                    if self.finished:
+                        self.status = "done"
+                        self.frame = None
+                        return self.result
+                    self.status = "blocked"
+                    return None
+            except HarnError as exc:
+                frame = self._unwind(frame, pc, exc)
+
+    def _unwind(self, frame: Frame | NativeFrame | None, pc: int, exc: HarnError) -> Frame:
+        """Find a handler for ``exc`` starting at ``frame``/``pc``; pop frames without one."""
+        at_top = True
+        while frame is not None:
+            if frame.native:
+                nf: NativeFrame = frame  # type: ignore[assignment]
+                if nf.started and nf.gen.gi_frame is not None and not at_top:
+                    # Give the builtin a chance to handle the error (e.g. ``retry``).
+                    nf.pending_exc = exc
+                    self.frame = nf
+                    return nf  # type: ignore[return-value]
+            else:
+                f: Frame = frame  # type: ignore[assignment]
+                where = pc if at_top else f.pc - 1
+                h = _find_handler(f.code, where, exc)
+                if h is not None:
+                    _enter_handler(f, h, exc)
+                    self.frame = f
+                    return f
+                line, col = f.code.line_at(where)
+                exc.trace.append(TraceEntry(f.code.name, f.code.module.path, line, col))
+                if f.generator is not None:
+                    gen = f.generator
+                    gen.done = True
+                    gen.running = False
+                    gen.frame = None
+            at_top = False
+            parent = frame.parent
+            self.depth -= 1
+            frame = parent
+        self.frame = None
+        self.status = "failed"
+        self.error = exc
+        raise exc
+
+
+def _find_handler(code: CodeObject, pc: int, exc: HarnError) -> Any:
+    for h in code.handlers:
+        if h.start <= pc < h.end:
+            if h.catch_type is not None and h.kind == "catch":
+                v = exc.catch_value if isinstance(exc, HarnThrow) else None
+                if not (type(v) is EnumValue and v.enum == h.catch_type):
+                    continue
+            return h
+    return None
+
+
+def _enter_handler(f: Frame, h: Any, exc: HarnError) -> None:
+    from harnpy.runtime.instrs import PENDING_THROW
+
+    if h.kind == "catch":
+        f.slots[h.slot] = exc.catch_value
+    elif h.kind == "result":
+        f.slots[h.slot] = err(exc.catch_value)
+    else:
+        f.slots[h.slot] = (PENDING_THROW, exc)
+    f.pc = h.target
+
+
+def did_you_mean(name: str, candidates: set[str]) -> str | None:
+    """Closest candidate within the spec's edit-distance budget (3.10), or None."""
+    n = len(name)
+    budget = 1 if n <= 2 else 2 if n <= 5 else 3
+    best: tuple[int, str] | None = None
+    for c in difflib.get_close_matches(name, list(candidates), n=8, cutoff=0.5):
+        d = _levenshtein(name, c)
+        if d <= budget and (best is None or d < best[0]):
+            best = (d, c)
+    return best[1] if best else None
+
+
+def _levenshtein(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+__all__ = ["Thread", "DEFAULT_MAX_DEPTH", "did_you_mean", "STOP"]
