@@ -1,0 +1,808 @@
+"""Snapshots: a thread's complete state as JSON, and its restoration.
+
+``snapshot(thread) -> dict`` walks everything the thread can reach — its frames (code
+reference, pc, slots), generators with their suspended frames, closures with their captured
+values, module globals — and encodes it as JSON-safe data. ``restore(doc, runtime) ->
+Thread`` rebuilds the same object graph against freshly compiled code and returns a thread
+that continues exactly where the snapshot was taken.
+
+Encoding (format version :data:`FORMAT_VERSION`):
+
+* nil, bools, ints, finite floats and strings are JSON natives;
+* a list is a JSON array and a dict a JSON object (a dict with a key starting with ``$`` is
+  wrapped as ``{"$dict": [[k, v], ...]}``);
+* every other value is a tagged object ``{"$t": tag, ...}``; the decoder only builds the
+  allow-listed classes of :data:`_DECODERS`;
+* objects reached more than once (shared or cyclic), and every frame, are written once in
+  the ``heap`` table and referenced as ``{"$ref": n}``.
+
+Code is never serialized: a frame or closure refers to its code as ``[module key, code id]``
+and the document lists each module's source hash; restoring against a changed source, or a
+snapshot of another codegen version, is refused with :class:`SnapshotError`.
+
+What cannot be snapshotted (host objects, native frames of callback builtins, iterators
+over Python generators) raises :class:`SnapshotError` naming the variable path that holds
+it — nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from harnpy.runtime.calls import StructType
+from harnpy.runtime.code import CODEGEN_VERSION, MISSING, UNBOUND, CodeObject, Frame, NativeFrame
+from harnpy.runtime.errors import HarnError, HarnRuntimeError, HarnThrow
+from harnpy.runtime.values import (
+    Atomic,
+    BoundMethod,
+    Builtin,
+    Channel,
+    Closure,
+    Duration,
+    EnumValue,
+    Generator,
+    HostObject,
+    HSet,
+    IterValue,
+    Pair,
+    RangeValue,
+    StructValue,
+    TaskHandle,
+)
+
+FORMAT_VERSION = 1
+SNAPSHOT_TYPE = "harnpy_snapshot"
+#: Default cap on a snapshot file (lifecycle spec: snapshots are limited to 4 MiB).
+MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024
+
+_LIST_ITER = type(iter([]))
+_RANGE_ITER = type(iter(range(0)))
+_EMPTY_TUPLE_ITER = type(iter(()))
+
+
+class SnapshotError(Exception):
+    """A snapshot cannot be taken or restored; ``code`` is a diagnostic code (E4xx)."""
+
+    def __init__(self, message: str, code: str = "E401") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+# ===================================================================== encoding
+
+
+def _is_container(v: Any) -> bool:
+    return type(v) in _CONTAINER_TYPES
+
+
+_CONTAINER_TYPES = {
+    list,
+    dict,
+    HSet,
+    StructValue,
+    EnumValue,
+    Closure,
+    Generator,
+    Frame,
+    Atomic,
+    Channel,
+    TaskHandle,
+    IterValue,
+    Pair,
+    NativeFrame,
+}
+
+
+class _Encoder:
+    def __init__(self, module_keys: dict[int, str]) -> None:
+        self.counts: dict[int, int] = {}
+        self.objs: dict[int, Any] = {}
+        self.heap_ids: dict[int, int] = {}
+        self.heap: list[Any] = []
+        self.module_keys = module_keys
+        self.modules_used: set[str] = set()
+
+    # ---- pass 1: count references
+
+    def count(self, roots: list[Any]) -> None:
+        counts = self.counts
+        objs = self.objs
+        stack = list(roots)
+        while stack:
+            v = stack.pop()
+            t = type(v)
+            if t not in _CONTAINER_TYPES:
+                if t in _ITER_TYPES:
+                    stack.extend(_iter_children(v))
+                elif t is tuple:
+                    stack.extend(v)
+                elif isinstance(v, HarnError):
+                    stack.append(getattr(v, "value", None))
+                continue
+            k = id(v)
+            c = counts.get(k)
+            if c is not None:
+                counts[k] = c + 1
+                continue
+            counts[k] = 1
+            objs[k] = v
+            stack.extend(_children(v))
+
+    # ---- pass 2: encode
+
+    def enc(self, v: Any, path: str) -> Any:
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            return v
+        if t is float:
+            if math.isfinite(v):
+                return v
+            return {"$t": "float", "v": "nan" if v != v else ("inf" if v > 0 else "-inf")}
+        if t in _CONTAINER_TYPES:
+            k = id(v)
+            if t is Frame or t is NativeFrame or self.counts.get(k, 1) > 1:
+                hid = self.heap_ids.get(k)
+                if hid is None:
+                    hid = len(self.heap)
+                    self.heap_ids[k] = hid
+                    self.heap.append(None)
+                    self.heap[hid] = self.enc_obj(v, path)
+                return {"$ref": hid}
+            return self.enc_obj(v, path)
+        return self.enc_other(v, path)
+
+    def enc_obj(self, v: Any, path: str) -> Any:
+        t = type(v)
+        if t is list:
+            return [self.enc(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        if t is dict:
+            if any(k.startswith("$") for k in v):
+                return {"$dict": [[k, self.enc(x, f"{path}.{k}")] for k, x in v.items()]}
+            return {k: self.enc(x, f"{path}.{k}") for k, x in v.items()}
+        if t is HSet:
+            return {"$t": "set", "items": [self.enc(x, f"{path}<set>") for x in v.items]}
+        if t is StructValue:
+            return {
+                "$t": "struct",
+                "name": v.name,
+                "fields": self.enc(dict(v.fields), f"{path}.{v.name}"),
+            }
+        if t is EnumValue:
+            return {
+                "$t": "enum",
+                "enum": v.enum,
+                "variant": v.variant,
+                "fields": [self.enc(x, f"{path}.{v.variant}[{i}]") for i, x in enumerate(v.fields)],
+            }
+        if t is Pair:
+            return {
+                "$t": "pair",
+                "first": self.enc(v.first, f"{path}.first"),
+                "second": self.enc(v.second, f"{path}.second"),
+            }
+        if t is Closure:
+            return {
+                "$t": "closure",
+                "code": self.code_ref(v.code),
+                "captures": [
+                    self.enc(x, f"{path}<{v.code.name}>.{n}")
+                    for x, n in zip(v.captures, v.code.capture_names)
+                ],
+                "bound_self": self.enc(v.bound_self, f"{path}.self"),
+            }
+        if t is Generator:
+            return {
+                "$t": "generator",
+                "kind": v.kind,
+                "done": v.done,
+                "running": v.running,
+                "frame": self.enc(v.frame, f"{path}<generator>") if v.frame is not None else None,
+            }
+        if t is Frame:
+            return self.enc_frame(v, path)
+        if t is NativeFrame:
+            raise SnapshotError(
+                f"cannot snapshot inside the builtin `{v.builtin}`: it is running a callback "
+                f"(at {path}); take the snapshot outside the callback",
+                "E402",
+            )
+        if t is Atomic:
+            return {"$t": "atomic", "value": self.enc(v.value, f"{path}.value")}
+        if t is Channel:
+            return {
+                "$t": "channel",
+                "name": v.name,
+                "capacity": v.capacity,
+                "closed": v.closed,
+                "items": [self.enc(x, f"{path}<item>") for x in v.items],
+            }
+        if t is TaskHandle:
+            if not v.done:
+                raise SnapshotError(f"cannot snapshot a running task (at {path})", "E402")
+            return {
+                "$t": "task",
+                "id": v.id,
+                "result": self.enc(v.result, f"{path}.result"),
+                "error": self.enc_error(v.error, path) if v.error is not None else None,
+                "cancelled": v.cancelled,
+                "output": v.output,
+            }
+        if t is IterValue:
+            src = v.source
+            if v.stages or (src is not None and type(src) not in _ITER_TYPES):
+                raise SnapshotError(
+                    f"cannot snapshot a lazy iterator with pending stages (at {path}); "
+                    "materialise it with .to_list() before the snapshot",
+                    "E402",
+                )
+            return {
+                "$t": "iter",
+                "exhausted": v.exhausted,
+                "source": self.enc(src, f"{path}<iter>") if src is not None else None,
+            }
+        raise SnapshotError(f"cannot snapshot value at {path}", "E402")
+
+    def enc_other(self, v: Any, path: str) -> Any:
+        t = type(v)
+        if t is Duration:
+            return {"$t": "duration", "ms": v.ms}
+        if t is RangeValue:
+            return {"$t": "range", "start": v.start, "end": v.end, "inclusive": v.inclusive}
+        if t is bytes:
+            return {"$t": "bytes", "hex": v.hex()}
+        if t is Builtin:
+            return {"$t": "builtin", "name": v.name}
+        if t is BoundMethod:
+            return {
+                "$t": "bound_method",
+                "receiver": self.enc(v.receiver, f"{path}<receiver>"),
+                "name": v.name,
+            }
+        if t is StructType:
+            return {
+                "$t": "struct_type",
+                "name": v.name,
+                "fields": list(v.fields),
+                "optional": sorted(v.optional),
+            }
+        if t is _LIST_ITER or t is _EMPTY_TUPLE_ITER:
+            red = v.__reduce__()
+            items = list(red[1][0]) if red[1] else []
+            pos = red[2] if len(red) > 2 else 0
+            return {"$t": "list_iter", "items": self.enc(red[1][0] if red[1] else [], path), "pos": pos, "n": len(items)}
+        if t is _RANGE_ITER:
+            red = v.__reduce__()
+            r = red[1][0]
+            return {"$t": "range_iter", "start": r.start, "stop": r.stop, "step": r.step, "pos": red[2]}
+        if v is MISSING:
+            return {"$t": "missing"}
+        if v is UNBOUND:
+            return {"$t": "unbound"}
+        if t is tuple:
+            return {"$t": "tuple", "items": [self.enc(x, path) for x in v]}
+        if isinstance(v, HarnError):
+            return self.enc_error(v, path)
+        if t is HostObject:
+            raise SnapshotError(
+                f"cannot snapshot {v.kind} held at {path}: it is a host object (open handle "
+                "or client), not data",
+                "E402",
+            )
+        from harnpy.runtime.compiler import _EnumNamespace
+
+        if t is _EnumNamespace:
+            return {"$t": "enum_ns", "name": v.name, "variants": v.variants}
+        raise SnapshotError(
+            f"cannot snapshot a value of Python type {t.__name__} held at {path}", "E402"
+        )
+
+    def enc_error(self, e: BaseException, path: str) -> Any:
+        if isinstance(e, HarnThrow):
+            return {"$t": "error", "kind": "throw", "value": self.enc(e.value, path), "code": e.code}
+        if isinstance(e, HarnError):
+            return {"$t": "error", "kind": "runtime", "message": e.message, "code": e.code}
+        raise SnapshotError(f"cannot snapshot a pending Python exception at {path}", "E402")
+
+    def enc_frame(self, fr: Frame, path: str) -> Any:
+        code = fr.code
+        where = f"{path}<{code.name}>" if path else f"<{code.name}>"
+        slots = []
+        for i, v in enumerate(fr.slots):
+            name = code.slot_names[i] if i < len(code.slot_names) else None
+            slots.append(self.enc(v, f"{where}.{name}" if name else f"{where}.$tmp{i}"))
+        return {
+            "$t": "frame",
+            "code": self.code_ref(code),
+            "pc": fr.pc,
+            "ret_slot": fr.ret_slot,
+            "slots": slots,
+            "parent": self.enc(fr.parent, path) if fr.parent is not None else None,
+            "generator": self.enc(fr.generator, where) if fr.generator is not None else None,
+            "defers": [self.enc(d, f"{where}<defer>") for d in fr.defers] if fr.defers else None,
+        }
+
+    def code_ref(self, code: CodeObject) -> list[Any]:
+        key = self.module_keys.get(id(code.module))
+        if key is None:
+            key = code.module.path
+        self.modules_used.add(key)
+        return [key, code.id]
+
+
+_ITER_TYPES = {_LIST_ITER, _RANGE_ITER, _EMPTY_TUPLE_ITER}
+
+
+def _iter_children(v: Any) -> list[Any]:
+    if type(v) is _LIST_ITER:
+        red = v.__reduce__()
+        return [red[1][0]] if red[1] else []
+    return []
+
+
+def _children(v: Any) -> Iterator[Any]:
+    t = type(v)
+    if t is list:
+        return iter(v)
+    if t is dict:
+        return iter(v.values())
+    if t is HSet:
+        return iter(v.items)
+    if t is StructValue:
+        return iter(v.fields.values())
+    if t is EnumValue:
+        return iter(v.fields)
+    if t is Pair:
+        return iter((v.first, v.second))
+    if t is Closure:
+        return iter([*v.captures, v.bound_self])
+    if t is Generator:
+        return iter([v.frame])
+    if t is Frame:
+        return iter([*v.slots, v.parent, v.generator, *(v.defers or [])])
+    if t is Atomic:
+        return iter([v.value])
+    if t is Channel:
+        return iter(v.items)
+    if t is TaskHandle:
+        return iter([v.result])
+    if t is IterValue:
+        return iter([v.source])
+    if t is NativeFrame:
+        return iter([v.parent])
+    return iter(())
+
+
+# ===================================================================== public API
+
+
+def snapshot(thread: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Encode ``thread`` (its frame stack and everything reachable) as a JSON-safe dict.
+
+    Module globals of every loaded module are included, so module-level state survives.
+    Raises :class:`SnapshotError` for values that are not snapshot data.
+    """
+    rt = thread.runtime
+    module_keys = {id(m): key for key, m in rt.modules.items()}
+    enc = _Encoder(module_keys)
+    roots: list[Any] = [thread.frame]
+    mods = list(rt.modules.items())
+    for _, m in mods:
+        roots.append(m.globals)
+    impl_roots = [rt.impls]
+    enc.count(roots + impl_roots)
+    top = enc.enc(thread.frame, "") if thread.frame is not None else None
+    globals_out = {}
+    for key, m in mods:
+        globals_out[key] = enc.enc(
+            {k: v for k, v in m.globals.items() if not _is_import_of(m, k, v, rt)},
+            f"{_short(key)}",
+        )
+    impls = {
+        t: {n: enc.enc(fn, f"impl {t}.{n}") for n, fn in table.items()}
+        for t, table in rt.impls.items()
+    }
+    modules = []
+    main = rt.main_module
+    for key, m in mods:
+        rec: dict[str, Any] = {
+            "key": key,
+            "path": m.path,
+            "hash": m.hash,
+            "role": "main" if m is main else "library",
+        }
+        if m.path.startswith("<"):
+            rec["source"] = m.source
+        modules.append(rec)
+    from harnpy import __version__
+
+    doc: dict[str, Any] = {
+        "_type": SNAPSHOT_TYPE,
+        "harnpy_snapshot_version": FORMAT_VERSION,
+        "codegen_version": CODEGEN_VERSION,
+        "harnpy_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "modules": modules,
+        "globals": globals_out,
+        "impls": impls,
+        "heap": enc.heap,
+        "thread": {
+            "name": thread.name,
+            "top": top,
+            "depth": thread.depth,
+            "argv": list(getattr(rt, "argv", [])),
+        },
+        "extra": extra or {},
+    }
+    return doc
+
+
+def _short(key: str) -> str:
+    return os.path.basename(key) if "/" in key and not key.startswith("std/") else key
+
+
+def _is_import_of(m: Any, name: str, value: Any, rt: Any) -> bool:
+    """Imported names are re-linked on restore, not stored."""
+    if type(value) is Closure and value.code.module is not m:
+        return True
+    return False
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """Serialize a snapshot document to JSON text (compact, UTF-8 kept)."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def write_atomic(path: str, text: str, max_bytes: int | None = MAX_SNAPSHOT_BYTES) -> None:
+    """Write ``text`` to ``path`` atomically: temp file in the same directory, fsync,
+    rename, mode 0600. A crash mid-write leaves the previous file readable.
+
+    Raises SnapshotError when the encoded size exceeds ``max_bytes``.
+    """
+    data = text.encode("utf-8")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise SnapshotError(
+            f"snapshot is {len(data)} bytes, over the {max_bytes}-byte limit", "E403"
+        )
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=d)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        try:
+            dfd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load_document(path: str, max_bytes: int | None = MAX_SNAPSHOT_BYTES) -> dict[str, Any]:
+    """Read and validate a snapshot file (size, JSON, envelope). Never modifies it."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise SnapshotError(f"cannot read snapshot {path}: {e.strerror or e}", "E404") from None
+    if max_bytes is not None and size > max_bytes:
+        raise SnapshotError(f"snapshot {path} is {size} bytes, over the limit", "E403")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, UnicodeDecodeError) as e:
+        raise SnapshotError(f"cannot read snapshot {path}: {e}", "E404") from None
+    except json.JSONDecodeError as e:
+        raise SnapshotError(f"snapshot {path} is not valid JSON: {e}", "E404") from None
+    validate_document(doc, path)
+    return doc  # type: ignore[no-any-return]
+
+
+def validate_document(doc: Any, where: str = "snapshot") -> None:
+    """Check the envelope with the pydantic model; raise SnapshotError on mismatch."""
+    from harnpy.runtime.snapshot_model import SnapshotEnvelope
+
+    try:
+        env = SnapshotEnvelope.model_validate(doc)
+    except Exception as e:  # pydantic.ValidationError
+        first = str(e).splitlines()
+        raise SnapshotError(
+            f"{where} is not a harnpy snapshot: {' '.join(first[:3])}", "E404"
+        ) from None
+    if env.harnpy_snapshot_version != FORMAT_VERSION:
+        raise SnapshotError(
+            f"{where} has snapshot format version {env.harnpy_snapshot_version}; this harnpy "
+            f"reads version {FORMAT_VERSION}",
+            "E405",
+        )
+    if env.codegen_version != CODEGEN_VERSION:
+        raise SnapshotError(
+            f"{where} was written by a harnpy with codegen version {env.codegen_version}; "
+            f"this harnpy uses {CODEGEN_VERSION} and cannot continue it",
+            "E405",
+        )
+
+
+# ===================================================================== decoding
+
+
+class _Decoder:
+    def __init__(self, doc: dict[str, Any], modules: dict[str, Any], thread: Any) -> None:
+        self.heap_raw: list[Any] = doc["heap"]
+        self.heap: list[Any] = [_UNSET] * len(self.heap_raw)
+        self.modules = modules
+        self.thread = thread
+        self.runtime = thread.runtime
+
+    def dec(self, v: Any) -> Any:
+        t = type(v)
+        if t is str or t is int or t is bool or t is float or v is None:
+            return v
+        if t is list:
+            return [self.dec(x) for x in v]
+        if t is dict:
+            if "$ref" in v and len(v) == 1:
+                return self.ref(v["$ref"])
+            if "$t" in v:
+                return self.dec_tagged(v, None)
+            if "$dict" in v and len(v) == 1:
+                return {k: self.dec(x) for k, x in v["$dict"]}
+            return {k: self.dec(x) for k, x in v.items()}
+        raise SnapshotError(f"unexpected JSON value in snapshot: {type(v).__name__}", "E404")
+
+    def ref(self, n: int) -> Any:
+        if not isinstance(n, int) or not 0 <= n < len(self.heap):
+            raise SnapshotError(f"snapshot heap reference {n!r} out of range", "E404")
+        cur = self.heap[n]
+        if cur is not _UNSET:
+            return cur
+        raw = self.heap_raw[n]
+        # Create a shell first so cycles resolve to the same object.
+        shell = self.shell(raw)
+        self.heap[n] = shell
+        self.fill(shell, raw)
+        return shell
+
+    def shell(self, raw: Any) -> Any:
+        t = type(raw)
+        if t is list:
+            return []
+        if t is dict:
+            tag = raw.get("$t")
+            if tag is None:
+                return {}
+            if tag == "set":
+                return HSet()
+            if tag == "struct":
+                return StructValue(raw["name"], {})
+            if tag == "enum":
+                return EnumValue(raw["enum"], raw["variant"], [])
+            if tag == "pair":
+                return Pair(None, None)
+            if tag == "closure":
+                return Closure(self.code(raw["code"]), [], None)
+            if tag == "generator":
+                return Generator(None, raw["kind"])
+            if tag == "frame":
+                return Frame(self.code(raw["code"]), [], self.thread)
+            if tag == "atomic":
+                return Atomic(None)
+            if tag == "channel":
+                return Channel(raw["name"], raw["capacity"])
+            if tag == "task":
+                return TaskHandle(raw["id"], None)
+            if tag == "iter":
+                return IterValue(None)
+            return _Deferred()
+        raise SnapshotError("malformed heap record in snapshot", "E404")
+
+    def fill(self, obj: Any, raw: Any) -> None:
+        t = type(obj)
+        if t is list:
+            obj.extend(self.dec(x) for x in raw)
+        elif t is dict:
+            src = raw["$dict"] if "$dict" in raw else raw.items()
+            for k, x in src:
+                obj[k] = self.dec(x)
+        elif t is HSet:
+            obj.items = [self.dec(x) for x in raw["items"]]
+        elif t is StructValue:
+            obj.fields = self.dec(raw["fields"])
+        elif t is EnumValue:
+            obj.fields = [self.dec(x) for x in raw["fields"]]
+        elif t is Pair:
+            obj.first = self.dec(raw["first"])
+            obj.second = self.dec(raw["second"])
+        elif t is Closure:
+            obj.module = obj.code.module
+            obj.captures = [self.dec(x) for x in raw["captures"]]
+            obj.bound_self = self.dec(raw.get("bound_self"))
+        elif t is Generator:
+            obj.done = raw["done"]
+            obj.running = raw.get("running", False)
+            obj.frame = self.dec(raw["frame"]) if raw["frame"] is not None else None
+        elif t is Frame:
+            obj.pc = raw["pc"]
+            obj.ret_slot = raw["ret_slot"]
+            obj.slots = [self.dec(x) for x in raw["slots"]]
+            if len(obj.slots) != obj.code.nslots:
+                raise SnapshotError(
+                    f"frame of {obj.code.name} has {len(obj.slots)} slots, code expects "
+                    f"{obj.code.nslots}",
+                    "E404",
+                )
+            if not 0 <= obj.pc < len(obj.code.instrs):
+                raise SnapshotError(f"frame pc {obj.pc} out of range for {obj.code.name}", "E404")
+            obj.parent = self.dec(raw["parent"]) if raw["parent"] is not None else None
+            obj.generator = self.dec(raw["generator"]) if raw.get("generator") else None
+            obj.defers = [self.dec(d) for d in raw["defers"]] if raw.get("defers") else None
+        elif t is Atomic:
+            obj.value = self.dec(raw["value"])
+        elif t is Channel:
+            obj.closed = raw["closed"]
+            obj.items = [self.dec(x) for x in raw["items"]]
+        elif t is TaskHandle:
+            obj.done = True
+            obj.result = self.dec(raw["result"])
+            obj.cancelled = raw["cancelled"]
+            obj.output = raw["output"]
+            obj.error = self.dec(raw["error"]) if raw["error"] is not None else None
+        elif t is IterValue:
+            obj.exhausted = raw["exhausted"]
+            obj.source = self.dec(raw["source"]) if raw["source"] is not None else None
+        elif t is _Deferred:
+            obj.value = self.dec_tagged(raw, None)
+
+    def dec_tagged(self, v: dict[str, Any], _: Any) -> Any:
+        tag = v["$t"]
+        dec = _SCALAR_DECODERS.get(tag)
+        if dec is not None:
+            return dec(self, v)
+        if tag in _HEAP_TAGS:
+            shell = self.shell(v)
+            self.fill(shell, v)
+            return shell
+        raise SnapshotError(f"unknown value tag {tag!r} in snapshot", "E404")
+
+    def code(self, ref: Any) -> CodeObject:
+        try:
+            key, cid = ref
+            mod = self.modules[key]
+            return mod.codes[cid]  # type: ignore[no-any-return]
+        except (KeyError, TypeError, ValueError):
+            raise SnapshotError(
+                f"snapshot refers to code {ref!r} that the current source does not have", "E406"
+            ) from None
+
+
+class _Deferred:
+    __slots__ = ("value",)
+
+
+_UNSET = object()
+
+_HEAP_TAGS = {
+    "set",
+    "struct",
+    "enum",
+    "pair",
+    "closure",
+    "generator",
+    "frame",
+    "atomic",
+    "channel",
+    "task",
+    "iter",
+}
+
+
+def _dec_float(d: _Decoder, v: dict[str, Any]) -> float:
+    return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[v["v"]]
+
+
+def _dec_list_iter(d: _Decoder, v: dict[str, Any]) -> Any:
+    items = d.dec(v["items"])
+    it = iter(items)
+    pos = v.get("pos", 0)
+    if pos:
+        it.__setstate__(pos)
+    return it
+
+
+def _dec_range_iter(d: _Decoder, v: dict[str, Any]) -> Any:
+    it = iter(range(v["start"], v["stop"], v["step"]))
+    if v["pos"]:
+        it.__setstate__(v["pos"])
+    return it
+
+
+def _dec_error(d: _Decoder, v: dict[str, Any]) -> HarnError:
+    if v["kind"] == "throw":
+        return HarnThrow(d.dec(v["value"]))
+    return HarnRuntimeError(v["message"], v.get("code"))
+
+
+def _dec_builtin(d: _Decoder, v: dict[str, Any]) -> Any:
+    b = d.runtime.builtins.get(v["name"])
+    if b is None:
+        raise SnapshotError(f"snapshot refers to unknown builtin {v['name']!r}", "E406")
+    return b
+
+
+def _dec_enum_ns(d: _Decoder, v: dict[str, Any]) -> Any:
+    from harnpy.runtime.compiler import _EnumNamespace
+
+    return _EnumNamespace(v["name"], dict(v["variants"]))
+
+
+_SCALAR_DECODERS: dict[str, Any] = {
+    "float": _dec_float,
+    "duration": lambda d, v: Duration(int(v["ms"])),
+    "range": lambda d, v: RangeValue(int(v["start"]), int(v["end"]), bool(v["inclusive"])),
+    "bytes": lambda d, v: bytes.fromhex(v["hex"]),
+    "builtin": _dec_builtin,
+    "bound_method": lambda d, v: BoundMethod(d.dec(v["receiver"]), v["name"]),
+    "struct_type": lambda d, v: StructType(v["name"], list(v["fields"]), set(v["optional"])),
+    "list_iter": _dec_list_iter,
+    "range_iter": _dec_range_iter,
+    "missing": lambda d, v: MISSING,
+    "unbound": lambda d, v: UNBOUND,
+    "tuple": lambda d, v: tuple(d.dec(x) for x in v["items"]),
+    "error": _dec_error,
+    "enum_ns": _dec_enum_ns,
+}
+
+
+def restore(doc: dict[str, Any], runtime: Any) -> Any:
+    """Rebuild the snapshotted thread on ``runtime``, whose modules must already be loaded
+    (compiled, not initialised) from sources with the hashes the snapshot records.
+
+    Returns the :class:`~harnpy.runtime.thread.Thread`, ready to ``run()``. Raises
+    :class:`SnapshotError` on any mismatch; the document is never modified.
+    """
+    from harnpy.runtime.thread import Thread
+
+    validate_document(doc)
+    modules = runtime.modules
+    for rec in doc["modules"]:
+        m = modules.get(rec["key"])
+        if m is None:
+            raise SnapshotError(f"snapshot needs module {rec['key']} which is not loaded", "E406")
+        if m.hash != rec["hash"]:
+            raise SnapshotError(
+                f"the source of {rec['key']} changed since the snapshot was taken "
+                f"(hash {rec['hash'][:12]}… != {m.hash[:12]}…); refusing to resume",
+                "E406",
+            )
+    th = Thread(runtime, doc["thread"]["name"])
+    d = _Decoder(doc, modules, th)
+    for key, g in doc["globals"].items():
+        m = modules[key]
+        m.globals.update(d.dec(g))
+    for t, table in doc.get("impls", {}).items():
+        for n, fn in table.items():
+            runtime.register_impl(t, n, d.dec(fn))
+    top = doc["thread"]["top"]
+    th.frame = d.dec(top) if top is not None else None
+    th.depth = int(doc["thread"]["depth"])
+    for obj in d.heap:
+        if type(obj) is Frame:
+            obj.thread = th
+    return th
