@@ -1,0 +1,5 @@
+import sys
+
+from harnpy.cli import main
+
+sys.exit(main())

@@ -1,0 +1,234 @@
+"""The ``harnpy`` command line: a thin shell over the runtime.
+
+Exit codes (documented in README):
+
+* 0 — the program completed (whatever its entry pipeline returned);
+* 1 — a runtime error escaped (message and Harn stack trace on stderr);
+* 2 — usage error, syntax error or static (check) error;
+* 3 — the program parked: a snapshot was written and can be resumed with
+  ``harnpy run --resume``;
+* 130 — interrupted (Ctrl-C).
+
+Start-up is kept lean: nothing heavy (prompt-toolkit, pydantic, LLM SDKs) is imported on
+the ``run`` path unless the program uses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+EXIT_OK = 0
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+EXIT_PARKED = 3
+EXIT_INTERRUPTED = 130
+
+
+def _version() -> str:
+    from harnpy import __version__
+
+    return __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="harnpy", description="Run Harn scripts: agent orchestration with resumable state."
+    )
+    p.add_argument("--version", action="version", version=f"harnpy {_version()}")
+    sub = p.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="run a .harn file (or -e CODE, or --resume SNAPSHOT)")
+    run.add_argument("file", nargs="?", help="the .harn script")
+    run.add_argument("-e", dest="code", help="run CODE instead of a file")
+    run.add_argument("--resume", metavar="SNAPSHOT", help="continue a parked program")
+    run.add_argument("--json", action="store_true", help="emit NDJSON events (with --resume)")
+    run.add_argument("--llm-mock", metavar="FILE", help="queue mock LLM replies from JSONL")
+    run.add_argument("--llm-mock-record", metavar="FILE", help="record LLM replies as JSONL")
+    run.add_argument("--max-depth", type=int, default=None, help="Harn frame limit")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments after --")
+
+    check = sub.add_parser("check", help="parse and statically check a file")
+    check.add_argument("file")
+
+    test = sub.add_parser("test", help="run test suites")
+    test.add_argument("suite", choices=["conformance"])
+    test.add_argument("dir")
+    test.add_argument("--filter", default=None)
+    test.add_argument("-v", "--verbose", action="store_true")
+
+    repl = sub.add_parser("repl", help="interactive session")
+    repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``harnpy`` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "check":
+        return cmd_check(args.file)
+    if args.command == "test":
+        from harnpy.conformance import run_conformance
+
+        return run_conformance(args.dir, args.filter, args.verbose)
+    if args.command == "repl":
+        from harnpy.repl import run_repl
+
+        return run_repl(strict=args.strict)
+    build_parser().print_help(sys.stderr)
+    return EXIT_USAGE
+
+
+def _read_source(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as e:
+        sys.stderr.write(f"harnpy: cannot read {path}: {e.strerror or e}\n")
+        return None
+    except UnicodeDecodeError:
+        sys.stderr.write(f"harnpy: {path} is not UTF-8 text\n")
+        return None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    script_args = list(args.args or [])
+    if script_args and script_args[0] == "--":
+        script_args = script_args[1:]
+    if args.resume:
+        from harnpy.runtime.snapshot_cli import resume_main
+
+        return resume_main(args)
+    if args.code is not None:
+        path, source = "<-e>", args.code
+    elif args.file:
+        path = os.path.abspath(args.file)
+        src = _read_source(args.file)
+        if src is None:
+            return EXIT_USAGE
+        source = src
+    else:
+        sys.stderr.write("harnpy run: give a FILE, -e CODE or --resume SNAPSHOT\n")
+        return EXIT_USAGE
+    return run_source(path, source, script_args, args)
+
+
+def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int:
+    """Load and run a program; report errors the documented way; return the exit code."""
+    from harnpy.diagnostics import DiagnosticError
+    from harnpy.runtime.errors import HarnError, HarnInterrupt, SnapshotExit
+    from harnpy.runtime.runtime import Runtime
+
+    kwargs: dict[str, Any] = {}
+    if args is not None and getattr(args, "max_depth", None):
+        kwargs["max_depth"] = args.max_depth
+    rt = Runtime(argv=argv, **kwargs)
+    if args is not None:
+        _configure_llm(rt, args)
+    try:
+        mod = rt.load_main(path, source)
+    except DiagnosticError as e:
+        sys.stderr.write(e.render() + "\n")
+        return EXIT_USAGE
+    try:
+        rt.run_module(mod)
+    except DiagnosticError as e:
+        sys.stderr.write(e.render() + "\n")
+        return EXIT_USAGE
+    except HarnError as e:
+        flush_stdout()
+        sys.stderr.write(render_runtime_error(e, rt) + "\n")
+        return EXIT_RUNTIME
+    except SnapshotExit:
+        flush_stdout()
+        return EXIT_OK
+    except HarnInterrupt:
+        flush_stdout()
+        sys.stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        flush_stdout()
+        sys.stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
+    except SystemExit as e:
+        flush_stdout()
+        return int(e.code or 0) if not isinstance(e.code, str) else 1
+    except RecursionError:
+        flush_stdout()
+        sys.stderr.write("error[E399]: internal error: Python recursion limit reached\n")
+        return EXIT_RUNTIME
+    except Exception as e:  # noqa: BLE001 - internal bugs are reported, not shown raw
+        flush_stdout()
+        return report_internal_error(e)
+    flush_stdout()
+    return EXIT_OK
+
+
+def _configure_llm(rt: Any, args: Any) -> None:
+    mock = getattr(args, "llm_mock", None)
+    record = getattr(args, "llm_mock_record", None)
+    if mock or record:
+        rt.llm_cli_options = {"mock_file": mock, "record_file": record}
+
+
+def flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def render_runtime_error(e: Any, rt: Any) -> str:
+    """``path:line:col: error[CODE]: message`` + source line/caret + Harn stack trace."""
+    from harnpy.diagnostics import Diagnostic
+
+    trace = list(getattr(e, "trace", []))
+    if trace:
+        top = trace[0]
+        src = None
+        mod = rt.modules.get(top.path) if hasattr(rt, "modules") else None
+        if mod is not None:
+            src = mod.source
+        d = Diagnostic(e.code, e.message, top.path, top.line, top.col, source=src)
+        lines = [d.render()]
+        lines.append("stack trace (most recent call first):")
+        for t in trace:
+            lines.append(f"  at {t.function} ({t.path}:{t.line}:{t.col})")
+        return "\n".join(lines)
+    return f"error[{e.code}]: {e.message}"
+
+
+def report_internal_error(e: BaseException) -> int:
+    if os.environ.get("HARNPY_DEBUG"):
+        import traceback
+
+        traceback.print_exception(e)
+    else:
+        sys.stderr.write(
+            f"error[E999]: internal error in harnpy: {type(e).__name__}: {e}\n"
+            "  (this is a bug in harnpy; set HARNPY_DEBUG=1 for the Python traceback)\n"
+        )
+    return EXIT_RUNTIME
+
+
+def cmd_check(path: str) -> int:
+    from harnpy.check import check_file
+
+    src = _read_source(path)
+    if src is None:
+        return EXIT_USAGE
+    diags = check_file(os.path.abspath(path), src)
+    for d in diags:
+        sys.stderr.write(d.render() + "\n")
+    if any(d.severity == "error" for d in diags):
+        return EXIT_USAGE
+    sys.stdout.write(f"{path}: ok\n")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
