@@ -14,5 +14,6 @@ def load_all() -> None:
     import harnpy.stdlib.jq  # noqa: F401
     import harnpy.stdlib.jsonlib  # noqa: F401
     import harnpy.stdlib.regexlib  # noqa: F401
+    import harnpy.stdlib.runtime_builtins  # noqa: F401
     import harnpy.stdlib.schema  # noqa: F401
     import harnpy.stdlib.timelib  # noqa: F401
