@@ -10,10 +10,17 @@ def load_all() -> None:
 
     Idempotent (Python imports each module once).
     """
+    import harnpy.stdlib.core  # noqa: F401
+    import harnpy.stdlib.dicts  # noqa: F401
     import harnpy.stdlib.encoding  # noqa: F401
+    import harnpy.stdlib.iters  # noqa: F401
     import harnpy.stdlib.jq  # noqa: F401
     import harnpy.stdlib.jsonlib  # noqa: F401
+    import harnpy.stdlib.lists  # noqa: F401
+    import harnpy.stdlib.mathlib  # noqa: F401
     import harnpy.stdlib.regexlib  # noqa: F401
     import harnpy.stdlib.runtime_builtins  # noqa: F401
     import harnpy.stdlib.schema  # noqa: F401
+    import harnpy.stdlib.sets  # noqa: F401
+    import harnpy.stdlib.strings  # noqa: F401
     import harnpy.stdlib.timelib  # noqa: F401
