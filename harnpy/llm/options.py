@@ -1,0 +1,153 @@
+"""Build an :class:`LlmRequest` from ``llm_call(prompt, system?, options?)`` arguments.
+
+Recognized option keys (others, e.g. ``agent_loop``'s, are ignored): ``provider``, ``model``,
+``base_url``, ``api_key``, ``messages`` (replaces the prompt), ``system``, ``temperature``,
+``max_tokens``, ``tools`` (a list, or a registry dict with a ``tools`` list), ``tool_format``
+(``native``/``text``; ``auto`` = unset), ``response_format`` (``text``/``json``),
+``output_schema`` (aliases ``schema``, ``json_schema``), ``thinking``, ``timeout`` (seconds)
+or ``timeout_ms``, ``llm_retries`` (alias ``retries``), ``llm_backoff_ms`` (alias
+``backoff_ms``). ``nil`` values count as absent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from harnpy.llm.errors import CONFIG, LlmError
+from harnpy.llm.types import LlmRequest, Message, ToolCall, ToolSpec, validation_message
+
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+# LlmRequest field -> the llm_call option users wrote (for error messages).
+_OPTION_NAMES = {
+    "retries": "llm_retries",
+    "backoff_ms": "llm_backoff_ms",
+    "timeout_s": "timeout",
+}
+
+
+def coerce_message(value: Any, where: str = "messages") -> Message:
+    """Turn a message dict (Harn or OpenAI shaped) into a :class:`Message`.
+
+    Tool calls may be ``{id, name, arguments}`` or OpenAI's ``{id, function: {name,
+    arguments}}`` with arguments as a dict or a JSON string. Unknown keys are ignored.
+
+    Raises:
+        LlmError: ``config`` for a non-dict, a bad role or undecodable arguments.
+    """
+    if isinstance(value, Message):
+        return value
+    if not isinstance(value, Mapping):
+        raise LlmError(CONFIG, f"{where}: expected a message dict, got {type(value).__name__}")
+    data = {k: value[k] for k in _MESSAGE_KEYS if value.get(k) is not None}
+    calls = data.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list):
+            raise LlmError(CONFIG, f"{where}: `tool_calls` must be a list")
+        data["tool_calls"] = [_coerce_tool_call(c, where) for c in calls]
+    try:
+        return Message.model_validate(data)
+    except ValidationError as exc:
+        raise LlmError(CONFIG, validation_message(exc, where)) from None
+
+
+def _coerce_tool_call(value: Any, where: str) -> ToolCall:
+    if isinstance(value, ToolCall):
+        return value
+    if not isinstance(value, Mapping):
+        raise LlmError(CONFIG, f"{where}: tool call must be a dict")
+    fn = value.get("function") if isinstance(value.get("function"), Mapping) else value
+    assert isinstance(fn, Mapping)
+    args = fn.get("arguments")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            raise LlmError(CONFIG, f"{where}: tool call arguments are not valid JSON") from None
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise LlmError(CONFIG, f"{where}: tool call arguments must be a dict")
+    return ToolCall(id=str(value.get("id") or ""), name=str(fn.get("name") or ""), arguments=args)
+
+
+def _first(options: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if options.get(key) is not None:
+            return options[key]
+    return None
+
+
+def build_request(
+    prompt: str | None,
+    system: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    *,
+    where: str = "llm_call",
+) -> LlmRequest:
+    """The request for ``llm_call(prompt, system, options)`` (lifecycle.md 2.14).
+
+    ``options.messages`` replaces the prompt; otherwise the prompt becomes one user
+    message. The positional ``system`` wins over ``options.system``.
+
+    Raises:
+        LlmError: ``config`` with a one-line reason for a malformed option.
+    """
+    opts: Mapping[str, Any] = options or {}
+    raw_messages = opts.get("messages")
+    if raw_messages is not None:
+        if not isinstance(raw_messages, list):
+            raise LlmError(CONFIG, f"{where}: option `messages` must be a list")
+        messages = [
+            coerce_message(m, f"{where}: messages[{i}]") for i, m in enumerate(raw_messages)
+        ]
+    else:
+        messages = [Message(role="user", content=prompt or "")]
+
+    tools_opt = opts.get("tools")
+    tools: list[ToolSpec] | None = None
+    if tools_opt is not None:
+        if isinstance(tools_opt, Mapping) and isinstance(tools_opt.get("tools"), list):
+            tools_opt = tools_opt["tools"]
+        if not isinstance(tools_opt, list):
+            raise LlmError(CONFIG, f"{where}: option `tools` must be a list or a tool registry")
+        tools = [ToolSpec.coerce(t) for t in tools_opt]
+
+    timeout_s = opts.get("timeout")
+    if timeout_s is None and opts.get("timeout_ms") is not None:
+        ms = opts["timeout_ms"]
+        if not isinstance(ms, int | float) or isinstance(ms, bool):
+            raise LlmError(CONFIG, f"{where}: option `timeout_ms` must be a number")
+        timeout_s = ms / 1000.0
+    tool_format = opts.get("tool_format")
+    if tool_format == "auto":
+        tool_format = None
+
+    fields: dict[str, Any] = {
+        "messages": messages,
+        "system": system if system is not None else opts.get("system"),
+        "model": opts.get("model"),
+        "provider": opts.get("provider"),
+        "tools": tools,
+        "tool_format": tool_format,
+        "temperature": opts.get("temperature"),
+        "max_tokens": opts.get("max_tokens"),
+        "response_format": opts.get("response_format"),
+        "output_schema": _first(opts, "output_schema", "schema", "json_schema"),
+        "thinking": opts.get("thinking"),
+        "timeout_s": timeout_s,
+        "retries": _first(opts, "llm_retries", "retries"),
+        "backoff_ms": _first(opts, "llm_backoff_ms", "backoff_ms"),
+        "base_url": opts.get("base_url"),
+        "api_key": opts.get("api_key"),
+    }
+    try:
+        return LlmRequest.model_validate(fields)
+    except ValidationError as exc:
+        message = validation_message(exc, where).replace("field `", "option `")
+        for field, option in _OPTION_NAMES.items():
+            message = message.replace(f"option `{field}`", f"option `{option}`")
+        raise LlmError(CONFIG, message) from None
