@@ -1,0 +1,176 @@
+"""The ``Provider`` protocol, the provider factory and ``LlmHost``, the per-run entry point.
+
+``LlmHost`` is what the interpreter's thread object holds as its LLM hook: it owns the mock
+(for ``llm_mock*`` builtins), creates real providers lazily (SDKs load on first use), routes
+each request (``harnpy.llm.routing``), applies ``--llm-mock`` / ``--llm-mock-record`` and
+runs calls on an :class:`LlmPool` for concurrent workers.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from harnpy.llm.errors import LlmError
+from harnpy.llm.mock import MockEntry, MockProvider, MockRecorder, RecordingProvider
+from harnpy.llm.pool import DEFAULT_MAX_WORKERS, LlmPool
+from harnpy.llm.routing import canonical_provider, resolve_route
+from harnpy.llm.types import LlmRequest, LlmResponse
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything that answers a normalized request.
+
+    ``complete`` blocks until the answer arrives and raises only :class:`LlmError`.
+    """
+
+    name: str
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        """Send ``request``; return the normalized response."""
+        ...
+
+
+def make_provider(
+    name: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Provider:
+    """A fresh provider for ``name`` (mock, openai, anthropic, ollama, local).
+
+    No SDK is imported here; real providers import theirs on the first ``complete``.
+
+    Raises:
+        LlmError: ``config`` for an unknown name.
+    """
+    key = canonical_provider(name)
+    if key == "mock":
+        return MockProvider()
+    if key == "anthropic":
+        from harnpy.llm.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(env=env, sleep=sleep)
+    from harnpy.llm.openai_provider import OpenAIProvider
+
+    return OpenAIProvider(key, env=env, sleep=sleep)
+
+
+class LlmHost:
+    """Per-run LLM services: routing, the shared mock, recording and the call pool.
+
+    Args:
+        env: environment mapping (None: ``os.environ``, read at call time).
+        sleep: backoff sleep for real providers (tests inject a recorder).
+        fixture: ``--llm-mock`` entries; when given, the mock serves every call.
+        record_path: ``--llm-mock-record`` file; real answers are written there.
+        max_workers: size of the call pool.
+    """
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        fixture: Iterable[MockEntry] | None = None,
+        record_path: str | Path | None = None,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+    ) -> None:
+        self._env = env
+        self._sleep = sleep
+        self.mock = MockProvider()
+        if fixture is not None:
+            self.mock.load_fixture(fixture)
+        self.fixture_active = fixture is not None
+        self.recorder = MockRecorder(record_path) if record_path is not None else None
+        self._providers: dict[str, Provider] = {}
+        self._lock = threading.Lock()
+        self._max_workers = max_workers
+        self._pool: LlmPool | None = None
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The environment used for routing and provider settings."""
+        return os.environ if self._env is None else self._env
+
+    def provider(self, name: str) -> Provider:
+        """The (cached) provider instance for ``name``; ``mock`` is the shared mock.
+
+        Raises:
+            LlmError: ``config`` for an unknown name.
+        """
+        key = canonical_provider(name)
+        if key == "mock":
+            return self.mock
+        with self._lock:
+            provider = self._providers.get(key)
+            if provider is None:
+                provider = make_provider(key, env=self._env, sleep=self._sleep)
+                if self.recorder is not None:
+                    provider = RecordingProvider(provider, self.recorder)
+                self._providers[key] = provider
+            return provider
+
+    def route(self, request: LlmRequest) -> tuple[Provider, LlmRequest]:
+        """Pick the provider and return it with the request (provider/model filled in).
+
+        With a ``--llm-mock`` fixture every call goes to the mock.
+
+        Raises:
+            LlmError: ``config`` from routing.
+        """
+        if self.fixture_active:
+            return self.mock, request.model_copy(update={"provider": "mock"})
+        route = resolve_route({"provider": request.provider, "model": request.model}, self.env)
+        routed = request.model_copy(update={"provider": route.provider, "model": route.model})
+        return self.provider(route.provider), routed
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        """Route and answer ``request`` on the calling thread.
+
+        Raises:
+            LlmError: any failure (routing, provider, mock error entries).
+        """
+        provider, routed = self.route(request)
+        return provider.complete(routed)
+
+    def submit(self, request: LlmRequest) -> Future[LlmResponse]:
+        """Route ``request`` and run it on the pool; routing errors land in the future."""
+        try:
+            provider, routed = self.route(request)
+        except LlmError as err:
+            failed: Future[LlmResponse] = Future()
+            failed.set_exception(err)
+            return failed
+        with self._lock:
+            if self._pool is None:
+                self._pool = LlmPool(self._max_workers)
+            pool = self._pool
+        return pool.submit(provider, routed)
+
+    def close(self) -> None:
+        """Wait for running calls, close SDK clients and the recording file."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+            providers = list(self._providers.values())
+        if pool is not None:
+            pool.shutdown(wait=True)
+        for provider in providers:
+            inner = getattr(provider, "inner", provider)
+            close = getattr(inner, "close", None)
+            if callable(close):
+                close()
+        if self.recorder is not None:
+            self.recorder.close()
+
+    def __enter__(self) -> LlmHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
