@@ -1,0 +1,31 @@
+"""Fixtures for the LLM layer tests: a scripted local HTTP server and a recording sleep."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fake_llm_server import FakeLlmServer
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLlmServer]:
+    """A FakeLlmServer on 127.0.0.1 (random port), stopped after the test."""
+    with FakeLlmServer() as srv:
+        yield srv
+
+
+class SleepLog:
+    """Stands in for ``time.sleep``: records the requested delays, never waits."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+@pytest.fixture
+def sleeps() -> SleepLog:
+    """A fresh SleepLog."""
+    return SleepLog()
