@@ -62,19 +62,10 @@ def extreme(items: Any, sign: int) -> Any:
 # ------------------------------------------------------------------- size and ends
 
 
-@method("list", callback=True)
-def list__count(thread: Any, xs: list[Any], f: Any = None) -> Gen:
-    """``xs.count()``: number of items; ``xs.count(f)`` counts items where ``f(x)`` is
-    truthy; ``xs.count(v)`` counts items ``== v``."""
-    if f is None:
-        return len(xs)
-    if not is_callable(f):
-        return sum(1 for x in xs if values_equal(x, f))
-    n = 0
-    for x in xs:
-        if truthy((yield CallRequest(f, [x]))):
-            n += 1
-    return n
+@method("list")
+def list__count(thread: Any, xs: list[Any]) -> int:
+    """``xs.count()``: number of items (same as the ``.count`` property)."""
+    return len(xs)
 
 
 @method("list")

@@ -96,7 +96,6 @@ def test_plain_list_methods_return_new_lists(h):
         ("every", NUMS, lambda x: x > 5, "false"),
         ("none", NUMS, lambda x: x > 100, "true"),
         ("none", NUMS, lambda x: x > 5, "false"),
-        ("count", NUMS, lambda x: x > 5, "3"),
         ("sort_by", ["ccc", "a", "bb", "b"], lambda s: len(s), "[a, b, bb, ccc]"),
         ("min_by", ["hello", "hi", "hey"], lambda w: len(w), "hi"),
         ("max_by", ["hello", "hi", "hey"], lambda w: len(w), "hello"),
