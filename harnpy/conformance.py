@@ -1,0 +1,187 @@
+"""``harnpy test conformance DIR``: run Harn conformance cases in-process.
+
+The rules are those of ``shared/conformance/README.md`` (upstream ``harn test
+conformance``): a ``NAME.harn`` with ``NAME.expected`` must exit successfully and print
+exactly the expected text (after trimming trailing whitespace of the whole text, ``\\r\\n``
+as ``\\n``, and ``[timer] NAME: <n>ms`` lines compared without the number); a ``NAME.harn``
+with ``NAME.error`` must fail with an error text matching the spec (substring, ``re:``
+regex, or any line of a multi-line spec); ``NAME.conformance-skip`` skips the case.
+
+Each case runs in a fresh :class:`~harnpy.runtime.runtime.Runtime` with the case's
+directory as working directory and ``HARN_LLM_CALLS_DISABLED=1``; output is captured.
+Prints one line per failure and ends with ``N passed, M failed``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass
+
+_RUST_WS = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+@dataclass
+class CaseResult:
+    """Outcome of one case: ``status`` is ``pass``/``fail``/``skip``."""
+
+    rel: str
+    status: str
+    reason: str = ""
+
+
+def _lines(text: str) -> list[str]:
+    if not text:
+        return []
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+    return [p[:-1] if p.endswith("\r") else p for p in parts]
+
+
+def _norm_line(line: str) -> str:
+    if line.endswith("ms"):
+        head, sep, _ = line[:-2].rpartition(": ")
+        if sep and head.startswith("[timer] "):
+            return f"{head}: <ms>"
+    return line
+
+
+def normalize_output(text: str) -> str:
+    """The comparison form of an output text (see module docstring)."""
+    return "\n".join(_norm_line(x) for x in _lines(text.rstrip(_RUST_WS)))
+
+
+def error_matches(actual: str, spec: str) -> bool:
+    """Whether an error text satisfies an ``.error`` spec."""
+    lines = _lines(spec)
+    pats = [x.strip(_RUST_WS) for x in lines] if len(lines) > 1 else [spec.strip(_RUST_WS)]
+    for p in pats:
+        if p.startswith("re:"):
+            rx = re.sub(r"\(\?<([A-Za-z_]\w*)>", r"(?P<\1>", p[3:].strip(_RUST_WS))
+            try:
+                if re.search(rx.replace(r"\z", r"\Z"), actual):
+                    return True
+            except re.error:
+                continue
+        elif p in actual:
+            return True
+    return False
+
+
+def discover(root: str) -> list[tuple[str, str, str]]:
+    """``(relative path, absolute path, kind)`` of every case under ``root``."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if not name.endswith(".harn"):
+                continue
+            path = os.path.join(dirpath, name)
+            base = path[: -len(".harn")]
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            if os.path.exists(base + ".conformance-skip"):
+                out.append((rel, path, "skip"))
+            elif os.path.isfile(base + ".expected"):
+                out.append((rel, path, "expected"))
+            elif os.path.isfile(base + ".error"):
+                out.append((rel, path, "error"))
+    return out
+
+
+def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
+    """Run one case in-process; returns ``(passed, reason)``."""
+    from harnpy.cli import render_runtime_error
+    from harnpy.diagnostics import DiagnosticError
+    from harnpy.runtime.errors import HarnError, SnapshotExit
+    from harnpy.runtime.runtime import Runtime
+
+    base = path[: -len(".harn")]
+    want_file = base + (".expected" if kind == "expected" else ".error")
+    with open(want_file, encoding="utf-8", errors="replace") as fh:
+        want = fh.read()
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    out = io.StringIO()
+    err = io.StringIO()
+    failed = False
+    result: dict[str, object] = {}
+
+    def target() -> None:
+        nonlocal failed
+        old_cwd = os.getcwd()
+        os.chdir(os.path.dirname(path))
+        try:
+            rt = Runtime(stdout=out.write, stderr=err.write)
+            try:
+                mod = rt.load_main(os.path.abspath(path), source)
+                rt.run_module(mod)
+            except DiagnosticError as e:
+                failed = True
+                err.write(e.render() + "\n")
+            except HarnError as e:
+                failed = True
+                err.write(render_runtime_error(e, rt) + "\n")
+            except SnapshotExit:
+                pass
+            except SystemExit as e:
+                failed = bool(e.code)
+            except BaseException as e:  # noqa: BLE001 - report internal errors as failures
+                failed = True
+                err.write(f"internal error: {type(e).__name__}: {e}\n")
+        finally:
+            os.chdir(old_cwd)
+            result["done"] = True
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        return False, f"timed out after {timeout:g}s"
+    if kind == "expected":
+        if failed:
+            last = err.getvalue().strip().splitlines()
+            return False, f"failed: {last[0] if last else ''}"
+        if normalize_output(out.getvalue()) == normalize_output(want):
+            return True, ""
+        return False, "output differs from expected"
+    if not failed:
+        return False, "expected an error, but succeeded"
+    if error_matches(err.getvalue(), want.rstrip(_RUST_WS)):
+        return True, ""
+    last = err.getvalue().strip().splitlines()
+    return False, f"error text does not match: {last[0] if last else '(empty)'}"
+
+
+def run_conformance(root: str, pattern: str | None = None, verbose: bool = False) -> int:
+    """CLI handler: run every case under ``root``; exit 0 when all pass, else 1."""
+    if not os.path.isdir(root):
+        sys.stderr.write(f"harnpy test: no such directory: {root}\n")
+        return 2
+    os.environ["HARN_LLM_CALLS_DISABLED"] = "1"
+    passed = failed = skipped = 0
+    for rel, path, kind in discover(root):
+        if pattern and pattern not in rel:
+            continue
+        if kind == "skip":
+            skipped += 1
+            continue
+        ok, reason = run_case(path, kind)
+        if ok:
+            passed += 1
+            if verbose:
+                print(f"PASS  {rel}")
+        else:
+            failed += 1
+            print(f"FAIL  {rel}: {reason}")
+    summary = f"{passed} passed, {failed} failed"
+    if skipped:
+        summary += f", {skipped} skipped"
+    print(summary)
+    return 0 if failed == 0 else 1
