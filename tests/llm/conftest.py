@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from fake_llm_server import FakeLlmServer
+
+# The server helper sits beside the tests; make it importable under any pytest import mode.
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
+
+from fake_llm_server import FakeLlmServer  # noqa: E402
 
 
 @pytest.fixture
