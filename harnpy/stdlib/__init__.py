@@ -13,6 +13,7 @@ def load_all() -> None:
     import harnpy.stdlib.core  # noqa: F401
     import harnpy.stdlib.dicts  # noqa: F401
     import harnpy.stdlib.encoding  # noqa: F401
+    import harnpy.stdlib.fs  # noqa: F401
     import harnpy.stdlib.iters  # noqa: F401
     import harnpy.stdlib.jq  # noqa: F401
     import harnpy.stdlib.jsonlib  # noqa: F401
@@ -23,4 +24,6 @@ def load_all() -> None:
     import harnpy.stdlib.schema  # noqa: F401
     import harnpy.stdlib.sets  # noqa: F401
     import harnpy.stdlib.strings  # noqa: F401
+    import harnpy.stdlib.templates  # noqa: F401
     import harnpy.stdlib.timelib  # noqa: F401
+    import harnpy.stdlib.tracing  # noqa: F401

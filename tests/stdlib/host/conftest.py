@@ -1,13 +1,14 @@
 """Fakes for testing the data-format and host builtins without the evaluator.
 
-``thread`` collects what builtins write; ``thread.runtime`` is a plain namespace holding a
-real :class:`~harnpy.runtime.clock.Clock` plus whatever mock attributes builtins set.
+``thread`` collects what builtins write; ``thread.runtime`` is a :class:`FakeRuntime` holding
+a real :class:`~harnpy.runtime.clock.Clock` plus whatever mock attributes builtins set. As in
+the real runtime, the thread's stderr goes through ``runtime.write_err``.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,7 +16,32 @@ import pytest
 from harnpy.runtime.clock import Clock
 from harnpy.stdlib.registry import BUILTINS
 
-CONFORMANCE = Path(__file__).resolve().parents[3].parent / "shared" / "conformance" / "cases"
+#: The builtin modules under test (imported directly so that unrelated modules cannot break
+#: these tests).
+MODULES = (
+    "encoding",
+    "fs",
+    "jq",
+    "jsonlib",
+    "regexlib",
+    "schema",
+    "templates",
+    "timelib",
+    "tracing",
+)
+for _m in MODULES:
+    importlib.import_module(f"harnpy.stdlib.{_m}")
+
+
+class FakeRuntime:
+    """Shared services: a clock and a stderr sink (``err``)."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self.err: list[str] = []
+
+    def write_err(self, text: str) -> None:
+        self.err.append(text)
 
 
 class FakeThread:
@@ -23,33 +49,29 @@ class FakeThread:
 
     def __init__(self, source: Path | None = None) -> None:
         self.out: list[str] = []
-        self.err: list[str] = []
-        self.runtime = SimpleNamespace(clock=Clock())
+        self.runtime = FakeRuntime()
         self.source = source
 
     def write_out(self, text: str) -> None:
         self.out.append(text)
 
     def write_err(self, text: str) -> None:
-        capture = getattr(self.runtime, "stderr_capture", None)
-        if capture is not None:
-            capture.append(text)
-        else:
-            self.err.append(text)
+        self.runtime.write_err(text)
 
     def source_path(self) -> str | None:
         return str(self.source) if self.source is not None else None
 
     def call(self, name: str, *args: Any) -> Any:
         """Call builtin ``name`` the way the evaluator does (thread first)."""
-        import harnpy.stdlib as stdlib
-
-        stdlib.load_all()
         return BUILTINS[name].fn(self, *args)
 
     @property
     def stdout(self) -> str:
         return "".join(self.out)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.runtime.err)
 
 
 @pytest.fixture
