@@ -27,3 +27,4 @@ def load_all() -> None:
     import harnpy.stdlib.templates  # noqa: F401
     import harnpy.stdlib.timelib  # noqa: F401
     import harnpy.stdlib.tracing  # noqa: F401
+    import harnpy.stdlib.web  # noqa: F401

@@ -28,6 +28,7 @@ MODULES = (
     "templates",
     "timelib",
     "tracing",
+    "web",
 )
 for _m in MODULES:
     importlib.import_module(f"harnpy.stdlib.{_m}")
