@@ -20,6 +20,7 @@ from harnpy.stdlib.registry import BUILTINS
 #: these tests).
 MODULES = (
     "encoding",
+    "formats",
     "fs",
     "jq",
     "jsonlib",
