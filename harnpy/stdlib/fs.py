@@ -334,7 +334,9 @@ def exit_(thread: Any, code: Any = None) -> None:
 
 def _stdin(thread: Any) -> Any:
     mock = getattr(thread.runtime, "stdin_mock", None)
-    return mock if mock is not None else sys.stdin
+    if mock is not None:
+        return mock
+    return sys.stdin if sys.stdin is not None else io.StringIO("")
 
 
 @builtin()

@@ -38,7 +38,16 @@ from typing import Any
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import HarnError, runtime_error, type_error
 from harnpy.runtime.ops import values_equal
-from harnpy.runtime.values import HSet, StructValue, err, ok, type_name
+from harnpy.runtime.values import (
+    BoundMethod,
+    Builtin,
+    Closure,
+    HSet,
+    StructValue,
+    err,
+    ok,
+    type_name,
+)
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.registry import builtin
 from harnpy.syntax import ast
@@ -162,6 +171,10 @@ def matches_type(v: Any, expected: str, numeric_compat: bool = False) -> bool:
         return t is int or (numeric_compat and t is float)
     if expected == "float":
         return t is float or (numeric_compat and t is int)
+    if expected == "struct":
+        return t is StructValue
+    if expected == "closure":
+        return t is Closure or t is Builtin or t is BoundMethod
     return actual_type(v) == expected
 
 

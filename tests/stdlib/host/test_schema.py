@@ -318,3 +318,13 @@ def test_validation_error_payload_displays(thread):
         "schema_check", {"x": 1}, {"type": "dict", "properties": {"x": {"type": "string"}}}
     )
     assert display(bad.fields[0]["errors"]) == "[at x: expected type 'string', got 'int']"
+
+
+def test_struct_and_closure_types_match_their_values():
+    from harnpy.runtime.values import Builtin
+
+    assert param_error(StructValue("P", {}), "p", {"type": "struct"}) is None
+    assert (
+        param_error(Builtin("len", len), "f", type_to_schema(ast.TypeFn((), name("int")))) is None
+    )
+    assert param_error(1, "f", {"type": "closure"}) == "parameter 'f' expected closure, got int (1)"
