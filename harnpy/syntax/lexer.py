@@ -578,6 +578,26 @@ class _Scanner:
 # --------------------------------------------------------------------------- filter
 
 
+def lr_accepts(states: dict[Any, dict[str, Any]], state_stack: list[Any], term: str) -> bool:
+    """Exact LR check: from ``state_stack``, does ``term`` get shifted after the reductions it
+    triggers? (A state's action table alone is not enough: LALR merges look-aheads.)"""
+    stack = list(state_stack)
+    while True:
+        action = states[stack[-1]].get(term)
+        if action is None:
+            return False
+        kind, arg = action
+        if kind is Shift:
+            return True
+        n = len(arg.expansion)
+        if n:
+            del stack[-n:]
+        goto = states[stack[-1]].get(arg.origin.name)
+        if goto is None:
+            return False
+        stack.append(goto[1])
+
+
 class _LexError:
     """A scanner error met while looking ahead: raised when the stream reaches it."""
 
@@ -651,22 +671,7 @@ class _TokenFilter:
 
     def accepts(self, term: str) -> bool:
         """Would the parser, in its current state, shift ``term`` (after any reductions)?"""
-        states = self.states
-        stack = list(self.parser_state.state_stack)
-        while True:
-            action = states[stack[-1]].get(term)
-            if action is None:
-                return False
-            kind, arg = action
-            if kind is Shift:
-                return True
-            n = len(arg.expansion)
-            if n:
-                del stack[-n:]
-            goto = states[stack[-1]].get(arg.origin.name)
-            if goto is None:
-                return False
-            stack.append(goto[1])
+        return lr_accepts(self.states, self.parser_state.state_stack, term)
 
     # -- decisions
 

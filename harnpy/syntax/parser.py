@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +21,26 @@ import lark
 from lark import Lark, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 
+from harnpy.diagnostics import Diagnostic
 from harnpy.syntax import ast
 from harnpy.syntax.errors import (
+    E_UNEXPECTED_CHAR,
     E_UNEXPECTED_EOF,
     E_UNEXPECTED_TOKEN,
     HarnSyntaxError,
     syntax_error,
 )
-from harnpy.syntax.lexer import CLOSER_OF, HarnLexer, LexInput
+from harnpy.syntax.lexer import (
+    _ONE,
+    _THREE,
+    _TWO,
+    CLOSER_OF,
+    CONTEXTUAL,
+    KEYWORDS,
+    HarnLexer,
+    LexInput,
+    lr_accepts,
+)
 from harnpy.syntax.transform import AstBuilder
 
 _GRAMMAR_CANDIDATES = (
@@ -129,12 +143,78 @@ def parse(source: str, path: str = "<input>") -> ast.Module:
         The :class:`ast.Module`; every node carries its span.
 
     Raises:
-        HarnSyntaxError: on any lexing or parsing error (``E1xx`` diagnostics).
+        HarnSyntaxError: on any lexing or parsing error (``E1xx`` diagnostics). The first
+            diagnostic is the first error; later ones come from re-parsing with the bad
+            line blanked out, when that is safe (see :func:`_later_errors`).
     """
+    try:
+        return _parse_module(source, path)
+    except HarnSyntaxError as exc:
+        first = exc.diagnostics[0]
+        raise HarnSyntaxError([first, *_later_errors(source, path, first)]) from None
+
+
+def _parse_module(source: str, path: str) -> ast.Module:
     inp = LexInput(source, 0, len(source), path, parse_segment=_segment_parser(path))
     module = _build(_parse_tree(inp, "module"), source, path)
     assert isinstance(module, ast.Module)
     return module
+
+
+_MAX_ERRORS = 10
+_RECOVERABLE = frozenset({E_UNEXPECTED_TOKEN, E_UNEXPECTED_CHAR})
+
+
+def _later_errors(source: str, path: str, first: Diagnostic) -> list[Diagnostic]:
+    """Further errors after ``first``, found by blanking the offending line and re-parsing.
+
+    Recovery only happens when it cannot invent errors: the error is an unexpected token or
+    character that is not the first token of its line (else the real fault is likely on an
+    earlier line), and the line holds balanced brackets and no triple quote. Each new error
+    must lie on a later line than the previous one.
+    """
+    found: list[Diagnostic] = []
+    text, diag = source, first
+    while len(found) < _MAX_ERRORS - 1 and diag.code in _RECOVERABLE:
+        lines = text.split("\n")
+        if not 0 < diag.line <= len(lines):
+            break
+        line_text = lines[diag.line - 1]
+        before, at = line_text[: max(0, diag.col - 1)], line_text[max(0, diag.col - 1) :]
+        if at[:1] in (")", "]", "}"):  # a stray closer is the error itself
+            at = at[1:]
+        if not before.strip() or not _balanced(before + at):
+            break
+        lines[diag.line - 1] = " " * len(line_text)
+        text = "\n".join(lines)
+        try:
+            _parse_module(text, path)
+            break
+        except HarnSyntaxError as exc:
+            nxt = exc.diagnostics[0]
+        if nxt.line <= diag.line:
+            break
+        nxt = replace(nxt, source=source)
+        found.append(nxt)
+        diag = nxt
+    return found
+
+
+_STRING_RE = re.compile(r'r?"(?:[^"\\\n]|\\.)*"?')
+
+
+def _balanced(line: str) -> bool:
+    if '"""' in line:
+        return False
+    depth = 0
+    for c in _STRING_RE.sub("", line.split("//", 1)[0]):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def parse_expression(source: str, path: str = "<input>") -> Any:
@@ -150,16 +230,19 @@ def parse_expression(source: str, path: str = "<input>") -> Any:
 # ------------------------------------------------------------------------ errors
 
 # Readable names of terminals, for "Expected X" messages.
-_TERM_TEXT = {
+_TERM_TEXT: dict[str, str] = {
+    **{name: text for text, name in (*_ONE.items(), *_TWO.items(), *_THREE.items())},
+    **{word.upper(): word for word in KEYWORDS},
+    **{term: word for word, term in CONTEXTUAL.items()},
     "_NL": "newline",
     "$END": "end of file",
     "NAME": "identifier",
-    "INT": "integer",
-    "FLOAT": "float",
+    "INT": "number",
+    "FLOAT": "number",
     "DURATION": "duration",
     "STRING": "string",
     "ISTRING": "string",
-    "RAWSTRING": "raw string",
+    "RAWSTRING": "string",
     "_LBLOCK": "{",
     "_LDICT": "{",
     "_LCLOSURE": "{",
@@ -170,12 +253,22 @@ _TERM_TEXT = {
     "_TLT": "<",
 }
 
+# Terminals that only continue an expression; left out of "Expected X" when anything else
+# would also fit (`f(1 2)` says "Expected `,` or `)`", not every binary operator).
+_OPERATORS = frozenset(
+    {
+        "LT", "GT", "LE", "GE", "TO", "EXCLUSIVE", "ANDAND", "OROR", "DOT", "QDOT", "QQ",
+        "MINUS", "PLUS", "STAR", "SLASH", "PERCENT", "POW", "QPOST", "PIPE", "EQEQ", "NOTEQ",
+        "NOT", "IN", "_QTERN", "QLSQB", "LSQB", "LPAR", "_TLT", "_LSTRUCT",
+    }
+)  # fmt: skip
+
 # Known-bad snippets (in the spirit of Lark's match_examples): an error whose parser state
 # and offending token match one of these examples gets the message instead of the generic
 # one. Matching ignores the nesting depth, so the examples work inside any block.
 _KNOWN_BAD: list[tuple[str, list[str]]] = [
     (
-        "Only names and methods can be called (`f(x)`, `obj.m(x)`); bind the result to a "
+        "Only names (`f(x)`) and methods (`obj.m(x)`) can be called, bind the result to a "
         "name first",
         ["f(1)(2)", "let x = f(1)(2)", "let y = (g)(1)", "a.b(1)(2)", "let z = [1](2)"],
     ),
@@ -186,10 +279,6 @@ _KNOWN_BAD: list[tuple[str, list[str]]] = [
     (
         "Expected a binding name or a {…} / […] pattern after let",
         ["let 5 = 1", "let = 1", "var 5 = 1", "var = 1"],
-    ),
-    (
-        "Keywords cannot be used as names",
-        ["let type = 1", "let for = 2", "fn match() { }", "fn f(type) { }", "var in = 1"],
     ),
     ("`else` without a matching `if`", ["else { }", "let x = 1\nelse { }"]),
 ]
@@ -223,18 +312,21 @@ def _describe_token(tok: Any, source: str) -> str:
 
 
 def _describe_expected(expected: set[str]) -> str:
+    after_expression = "PLUS" in expected or "DOT" in expected
+    terms = (expected - _OPERATORS or expected) if after_expression else expected
     names: list[str] = []
-    for term in sorted(expected):
-        if term in ("INT", "FLOAT", "DURATION", "ISTRING", "RAWSTRING", "$END"):
+    for term in sorted(terms):
+        text = _TERM_TEXT.get(term, term.lower())
+        if text in ("number", "duration", "end of file", "identifier", "string", "newline"):
             continue
-        text = _TERM_TEXT.get(term)
-        if text is None:
-            pattern = get_parser().get_terminal(term).pattern
-            text = getattr(pattern, "value", term)
+        text = f"`{text}`"
         if text not in names:
             names.append(text)
+    for term, text in (("NAME", "identifier"), ("STRING", "string"), ("INT", "number")):
+        if term in terms:
+            names.append(text)
     if not names:
-        return "something else"
+        return "end of file" if "$END" in terms else "expression"
     if len(names) > 6:
         names = names[:6] + ["..."]
     return ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1]
@@ -255,16 +347,21 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
         )
     tok = exc.token
     expected = set(exc.expected)
+    if exc.state is not None:
+        # Lark's set comes from a state whose look-aheads LALR merged; keep what really fits.
+        states, stack = exc.state.parse_conf.states, exc.state.state_stack
+        precise = {t for t in expected if lr_accepts(states, stack, t)}
+        expected = precise or expected
     token_filter = inp.token_filter
     if tok.type == "$END":
         line, col = _end_position(inp)
         closer = None
         if token_filter is not None and token_filter.stack:
             closer = CLOSER_OF[token_filter.stack[-1].type]
-        if closer is not None and closer in {_expected_text(t) for t in expected}:
+        if closer is not None and closer in {_TERM_TEXT.get(t) for t in expected}:
             what = closer
-        elif expected & {"INT", "NAME"} and "LET" not in expected:
-            what = "expression"
+        elif "INT" in expected and "NAME" in expected:
+            what = "statement" if "LET" in expected else "expression"
         else:
             what = _describe_expected(expected)
         return syntax_error(
@@ -281,7 +378,9 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
     if exc.state is not None:
         known = _known_bad().get((exc.state.position, tok.type))
     if known is not None:
-        message = f"{known}, got {got}"
+        message = f"{known}; got {got}"
+    elif "NAME" in expected and tok.type == str(tok.value).upper() and tok.value in KEYWORDS:
+        message = f"Expected {_describe_expected(expected)}, got keyword {got} (reserved words cannot be names)"
     elif "_NL" in expected or "SEMICOLON" in expected:
         top = token_filter is None or token_filter.stack_before == 0
         what = "top-level item separator" if top else "statement separator"
@@ -299,19 +398,6 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
         col=col,
         end_col=(tok.end_column or 0) if tok.end_line == tok.line else 0,
     )
-
-
-def _expected_text(term: str) -> str:
-    text = _TERM_TEXT.get(term)
-    if text is not None:
-        return text
-    if term == "RBRACE":
-        return "}"
-    if term == "RPAR":
-        return ")"
-    if term == "RSQB":
-        return "]"
-    return term
 
 
 def _end_position(inp: LexInput) -> tuple[int, int]:
