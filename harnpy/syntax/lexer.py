@@ -227,7 +227,8 @@ class LexInput:
     """What :class:`HarnLexer` lexes: ``text[start:end]`` of a file.
 
     ``line``/``line_start`` give the position of ``start`` (1-based line, offset of that line's
-    first character) so slices (interpolation segments) keep real file positions.
+    first character) so slices (interpolation segments) keep real file positions;
+    ``segment`` is true for such a slice (error messages then say "interpolation").
     ``token_filter`` is set by the lexer, for error reporting after a failed parse.
     """
 
@@ -238,6 +239,7 @@ class LexInput:
     line: int = 1
     line_start: int = 0
     parse_segment: SegmentParser | None = None
+    segment: bool = False
     token_filter: _TokenFilter | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -519,8 +521,10 @@ class _Scanner:
     def _triple_string(self, pos: int, line: int, col: int) -> Token:
         text, end = self.text, self.end
         i = pos + 3
-        if i < end and text[i] == "\n":
+        if text.startswith("\n", i):
             i += 1
+        elif text.startswith("\r\n", i):
+            i += 2
         parts: list[Any] = []
         buf: list[str] = []
         while True:

@@ -19,7 +19,7 @@ from typing import Any
 
 import lark
 from lark import Lark, Tree
-from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from harnpy.diagnostics import Diagnostic
 from harnpy.syntax import ast
@@ -116,17 +116,12 @@ def _parse_tree(inp: LexInput, start: str) -> Tree:
 
 
 def _build(tree: Tree, source: str, path: str) -> Any:
-    try:
-        return AstBuilder(source, path).transform(tree)
-    except VisitError as exc:
-        if isinstance(exc.orig_exc, HarnSyntaxError):
-            raise exc.orig_exc from None
-        raise
+    return AstBuilder(source, path).transform(tree)
 
 
 def _segment_parser(path: str) -> Any:
     def parse_segment(text: str, start: int, end: int, line: int, line_start: int) -> Any:
-        inp = LexInput(text, start, end, path, line, line_start, _segment_parser(path))
+        inp = LexInput(text, start, end, path, line, line_start, _segment_parser(path), True)
         return _build(_parse_tree(inp, "expr_only"), text, path)
 
     return parse_segment
@@ -364,9 +359,10 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
             what = "statement" if "LET" in expected else "expression"
         else:
             what = _describe_expected(expected)
+        where = "interpolation" if inp.segment else "file"
         return syntax_error(
             E_UNEXPECTED_EOF,
-            f"Unexpected end of file, expected {what} at {line}:{col}",
+            f"Unexpected end of {where}, expected {what} at {line}:{col}",
             path=path,
             source=source,
             line=line,
@@ -379,16 +375,22 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
         known = _known_bad().get((exc.state.position, tok.type))
     if known is not None:
         message = f"{known}; got {got}"
-    elif "NAME" in expected and tok.type == str(tok.value).upper() and tok.value in KEYWORDS:
-        message = f"Expected {_describe_expected(expected)}, got keyword {got} (reserved words cannot be names)"
     elif "_NL" in expected or "SEMICOLON" in expected:
         top = token_filter is None or token_filter.stack_before == 0
         what = "top-level item separator" if top else "statement separator"
         message = f"Expected {what} (`;` or newline), got {got}"
-    elif "INT" in expected and "NAME" in expected:
-        message = f"Expected {'statement' if 'LET' in expected else 'expression'}, got {got}"
     else:
-        message = f"Expected {_describe_expected(expected)}, got {got}"
+        if "INT" in expected and "NAME" in expected:
+            what = "statement" if "LET" in expected else "expression"
+        elif expected == {"$END"} and inp.segment:
+            what = "`}` closing the interpolation"
+        else:
+            what = _describe_expected(expected)
+        message = f"Expected {what}, got {got}"
+        if tok.value in KEYWORDS and tok.type == str(tok.value).upper():
+            message = f"Expected {what}, got keyword {got}"
+            if "NAME" in expected:
+                message += " (reserved words cannot be names)"
     return syntax_error(
         E_UNEXPECTED_TOKEN,
         f"{message} at {line}:{col}",

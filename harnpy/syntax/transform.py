@@ -2,15 +2,18 @@
 
 The transformer only builds nodes with spans; it never evaluates. It does enforce the few
 syntax rules the grammar leaves open (parameter order, assignment targets, the
-``max_concurrent`` option name) by raising :class:`HarnSyntaxError`, which the parser
-unwraps from Lark's ``VisitError``.
+``max_concurrent`` option name) by raising :class:`HarnSyntaxError`.
+
+It walks the tree with an explicit stack rather than Lark's recursive ``Transformer``, so a
+long operator chain (``a + b + ...`` with thousands of terms) cannot hit Python's recursion
+limit; each rule method still receives ``(meta, children)`` like ``@v_args(meta=True)``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lark import Token, Transformer, v_args
+from lark import Token, Tree
 
 from harnpy.syntax import ast
 from harnpy.syntax.errors import E_ASSIGN_TARGET, E_PARAMS, E_UNEXPECTED_TOKEN, syntax_error
@@ -63,17 +66,37 @@ def _nodes(items: list[Any]) -> list[Any]:
     return [c for c in items if isinstance(c, ast.Node)]
 
 
-@v_args(meta=True)
-class AstBuilder(Transformer):
+class AstBuilder:
     """Builds :class:`ast.Module` (start rule ``module``) or one expression (``expr_only``).
 
     ``source`` and ``path`` are used for error diagnostics only.
     """
 
     def __init__(self, source: str, path: str) -> None:
-        super().__init__(visit_tokens=False)
         self.source = source
         self.path = path
+
+    def transform(self, tree: Tree) -> Any:
+        """The AST for ``tree``: children first, then ``self.<rule>(meta, children)``.
+
+        Raises:
+            HarnSyntaxError: a rule check failed (see the module docstring).
+        """
+        values: list[Any] = []
+        todo: list[tuple[Any, bool]] = [(tree, False)]
+        while todo:
+            node, ready = todo.pop()
+            if not isinstance(node, Tree):
+                values.append(node)
+            elif ready:
+                count = len(node.children)
+                children = values[len(values) - count :]
+                del values[len(values) - count :]
+                values.append(getattr(self, node.data)(node.meta, children))
+            else:
+                todo.append((node, True))
+                todo.extend((child, False) for child in reversed(node.children))
+        return values[0]
 
     # -- helpers
 

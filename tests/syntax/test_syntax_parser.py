@@ -545,3 +545,11 @@ def test_parse_expression_rejects_statements_and_trailing_tokens() -> None:
     with pytest.raises(HarnSyntaxError):
         parse_expression("1 2")
     assert parse_expression("  1 +\n 2  ") == BinOp("+", lit(1), lit(2))
+
+
+def test_very_long_operator_chains_do_not_recurse() -> None:
+    value = one("let v = " + " + ".join(["1"] * 3000)).value
+    depth = 0
+    while isinstance(value, BinOp):
+        value, depth = value.left, depth + 1
+    assert depth == 2999
