@@ -568,9 +568,9 @@ class _Scanner:
                 continue
             seg: Segment = part
             if not self.text[seg.start : seg.end].strip():
-                raise self._error(E_INTERPOLATION, "Empty interpolation `${}`", seg.start - 2)
+                raise self._error(E_INTERPOLATION, "empty interpolation `${}`", seg.start - 2)
             if self.inp.parse_segment is None:
-                raise self._error(E_INTERPOLATION, "Interpolation is not allowed here", seg.start)
+                raise self._error(E_INTERPOLATION, "interpolation is not allowed here", seg.start)
             seg_line_start = self.text.rfind("\n", 0, seg.start) + 1
             seg_line = seg.line + self.text.count("\n", seg.start - 2, seg.start)
             values.append(

@@ -263,16 +263,16 @@ _OPERATORS = frozenset(
 # one. Matching ignores the nesting depth, so the examples work inside any block.
 _KNOWN_BAD: list[tuple[str, list[str]]] = [
     (
-        "Only names (`f(x)`) and methods (`obj.m(x)`) can be called, bind the result to a "
+        "only names (`f(x)`) and methods (`obj.m(x)`) can be called, bind the result to a "
         "name first",
         ["f(1)(2)", "let x = f(1)(2)", "let y = (g)(1)", "a.b(1)(2)", "let z = [1](2)"],
     ),
     (
-        "Assignment is a statement, not an expression (use == to compare)",
+        "assignment is a statement, not an expression (use == to compare)",
         ["let x = a = 1", "f(a = 1)", "if a = 1 { }", "a = b = c", "return x = 1"],
     ),
     (
-        "Expected a binding name or a {…} / […] pattern after let",
+        "expected a binding name or a {…} / […] pattern after let",
         ["let 5 = 1", "let = 1", "var 5 = 1", "var = 1"],
     ),
     ("`else` without a matching `if`", ["else { }", "let x = 1\nelse { }"]),
@@ -334,7 +334,7 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
         line, col = getattr(exc, "line", 0) or 0, getattr(exc, "column", 0) or 0
         return syntax_error(
             E_UNEXPECTED_TOKEN,
-            f"Syntax error at {line}:{col}",
+            f"syntax error at {line}:{col}",
             path=path,
             source=source,
             line=line,

@@ -168,7 +168,7 @@ class AstBuilder:
             isinstance(target, (ast.Attribute, ast.Index)) and not target.optional
         )
         if not ok:
-            raise self._error(E_ASSIGN_TARGET, "Invalid assignment target", target.span)
+            raise self._error(E_ASSIGN_TARGET, "invalid assignment target", target.span)
         return ast.AssignStmt(target, value, _ASSIGN_OPS[op.type], span=meta_span(meta))
 
     def expr_stmt(self, meta: Any, ch: list[Any]) -> ast.ExprStmt:
@@ -208,7 +208,7 @@ class AstBuilder:
     def _check_rest_last(self, items: tuple[Any, ...]) -> None:
         for item in items[:-1]:
             if item.rest:
-                raise self._error(E_PARAMS, "Rest pattern must be the last element", item.span)
+                raise self._error(E_PARAMS, "rest pattern must be the last element", item.span)
 
     # -- functions
 
@@ -316,7 +316,15 @@ class AstBuilder:
         return ast.MutexStmt(ch[0], span=meta_span(meta))
 
     def select_stmt(self, meta: Any, ch: list[Any]) -> ast.SelectStmt:
-        return ast.SelectStmt(tuple(ch), span=meta_span(meta))
+        span = meta_span(meta)
+        kinds = [case.kind for case in ch]
+        if not kinds:
+            raise self._error(E_UNEXPECTED_TOKEN, "select needs at least one case", span)
+        if "timeout" in kinds and "default" in kinds:
+            raise self._error(
+                E_UNEXPECTED_TOKEN, "select cannot have both a timeout and a default case", span
+            )
+        return ast.SelectStmt(tuple(ch), span=span)
 
     def select_recv(self, meta: Any, ch: list[Any]) -> ast.SelectCase:
         name, value, body = ch
@@ -619,7 +627,7 @@ class AstBuilder:
         if name.value != "max_concurrent":
             raise self._error(
                 E_UNEXPECTED_TOKEN,
-                f"Unknown parallel option '{name.value}' (only max_concurrent is accepted)",
+                f"unknown parallel option '{name.value}' (only max_concurrent is accepted)",
                 token_span(name),
             )
         return value

@@ -99,7 +99,7 @@ def test_interpolation_spans_point_into_the_file() -> None:
 
 
 def test_empty_interpolation_is_an_error() -> None:
-    assert error_of('let s = "a ${} b"').startswith("Empty interpolation `${}` at 1:12")
+    assert error_of('let s = "a ${} b"').startswith("empty interpolation `${}` at 1:12")
 
 
 def test_unterminated_string_reports_the_opening_quote() -> None:

@@ -414,10 +414,15 @@ def test_retry_deadline_select() -> None:
     assert e("deadline 2s { f() }") == A.DeadlineExpr(
         A.DurationLit(2000), block(ExprStmt(Call(n("f"), ())))
     )
-    sel = one("select {\n  msg from ch { log(msg) }\n  timeout 50ms { }\n  default { }\n}")
-    assert [c.kind for c in sel.cases] == ["recv", "timeout", "default"]
+    sel = one("select {\n  msg from ch { log(msg) }\n  timeout 50ms { }\n}")
+    assert [c.kind for c in sel.cases] == ["recv", "timeout"]
+    assert [c.kind for c in one("select { default { } }").cases] == ["default"]
     assert (sel.cases[0].name, sel.cases[0].value) == ("msg", n("ch"))
     assert sel.cases[1].value == A.DurationLit(50)
+    with pytest.raises(HarnSyntaxError, match="at least one case"):
+        parse("select { }")
+    with pytest.raises(HarnSyntaxError, match="both a timeout and a default"):
+        parse("select {\n  timeout 1s { }\n  default { }\n}")
 
 
 # ------------------------------------------------------------------ declarations (2.10, 2.11)
