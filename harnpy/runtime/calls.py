@@ -97,7 +97,9 @@ def call_value(f: Frame, callee: Any, args: list[Any], target: int, nxt: int) ->
             slots = bind_args(code, args, callee.captures, code.name)
         nf = Frame(code, slots, th)
         if code.is_generator:
-            f.slots[target] = Generator(nf, code.gen_kind)
+            gen = Generator(nf, code.gen_kind)
+            nf.generator = gen
+            f.slots[target] = gen
             return nxt
         if th.depth >= th.max_depth:
             raise stack_overflow()
@@ -188,7 +190,9 @@ def call_from_native(nf: NativeFrame, callee: Any, args: list[Any]) -> int:
         slots = bind_args(code, list(args), callee.captures, code.name)
         fr = Frame(code, slots, nf.thread)
         if code.is_generator:
-            nf.pending = Generator(fr, code.gen_kind)
+            gen = Generator(fr, code.gen_kind)
+            fr.generator = gen
+            nf.pending = gen
             return SWITCH
         th = nf.thread
         if th.depth >= th.max_depth:

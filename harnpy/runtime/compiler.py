@@ -296,6 +296,7 @@ class Compiler:
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self.b: FnBuilder = None  # type: ignore[assignment]
+        self.declared_globals: dict[str, str] = {}
 
     # ================================================================ entry points
 
@@ -553,7 +554,8 @@ class Compiler:
     def _check_redeclare(self, name: str, mutable: bool, span: A.Span) -> None:
         b = self.b
         if b.at_module_top():
-            kind = self.ctx.module.global_kinds.get(name)
+            kind = self.declared_globals.get(name)
+            self.declared_globals[name] = "var" if mutable else "let"
             if kind == "let" and not mutable and not self.ctx.module.repl:
                 b.emit(
                     I.op_raise,
@@ -984,7 +986,7 @@ class Compiler:
                 kev = self.expr(ent.key)  # type: ignore[arg-type]
                 if any(self._suspends_any(x) for x in e.entries[e.entries.index(ent) :]):
                     kev = self.spill(kev)
-                entries.append((1, kev, self._operand(e.entries, ent)))
+                entries.append((1, kev, self._entry_value(e.entries, ent)))
             else:
                 entries.append((0, ent.key, self._entry_value(e.entries, ent)))
         if all(k == 0 for k, _, _ in entries):

@@ -525,7 +525,7 @@ def op_iter_init(ev: Ev, slot: int, nxt: int) -> Instr:
 _END = object()
 
 
-def op_for_next(it_slot: int, var_slot: int, end: int, nxt: int, gen_pc: int) -> Instr:
+def op_for_next(it_slot: int, var_slot: int, end: int, gen_pc: int, nxt: int) -> Instr:
     """Next item of a ``for`` loop into ``var_slot``; jump to ``end`` when exhausted.
 
     Generators are stepped by pushing their frame (``gen_pc`` receives the ``{done, value}``

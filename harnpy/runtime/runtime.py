@@ -83,6 +83,9 @@ class Runtime:
         self.main_module: ModuleInstance | None = None
         self.main_thread: Thread | None = None
         self.restoring = False
+        from harnpy.runtime.scheduler import Scheduler
+
+        self.scheduler = Scheduler(self)
         try:
             from harnpy.runtime.clock import Clock
 
@@ -313,7 +316,9 @@ class Runtime:
         th = Thread(self, "init")
         slots = list(args or []) + [None] * (code.nslots - len(args or []))
         th.start(code, slots)
-        return th.run()
+        from harnpy.runtime.scheduler import Scheduler
+
+        return Scheduler(self).run_until(th)
 
     def run_module(self, mod: ModuleInstance) -> Any:
         """Run the main module's entry point on the main thread; returns its value."""
@@ -321,7 +326,7 @@ class Runtime:
         th = Thread(self, "main")
         self.main_thread = th
         th.start(mod.init_code, [None] * mod.init_code.nslots)
-        return th.run()
+        return self.scheduler.run_until(th)
 
     def call_builtin_sync(self, thread: Thread, name: str, args: list[Any]) -> Any:
         b = self.builtins.get(name)

@@ -97,6 +97,32 @@ class Thread:
         self.finished = False
         self.status = "ready"
 
+    # ---- iteration helpers used by ``for`` loops
+
+    def iter_next_for(
+        self, f: Frame, it: Any, var_slot: int, end: int, nxt: int, gen_pc: int
+    ) -> int:
+        """``for x in iter``: pull the next item (running stage callbacks as frames)."""
+        if it.source is not None and not it.stages:
+            for v in it.source:
+                f.slots[var_slot] = v
+                return nxt
+            it.exhausted = True
+            return end
+        if it.exhausted:
+            return end
+        from harnpy.runtime.calls import push_native
+        from harnpy.stdlib.registry import METHODS
+
+        m = METHODS["iter"]["next"]
+        return push_native(f, m, m.fn(self, it), var_slot, gen_pc)
+
+    def channel_next_for(self, f: Frame, ch: Any, var_slot: int, end: int, nxt: int) -> int:
+        """``for x in channel``: see :func:`harnpy.stdlib.concurrency.channel_next_for`."""
+        from harnpy.stdlib.concurrency import channel_next_for
+
+        return channel_next_for(self, f, ch, var_slot, end, nxt)
+
     # ---- name lookup fallback
 
     def late_bound(self, name: str, calling: bool) -> Any:

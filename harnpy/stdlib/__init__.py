@@ -10,6 +10,7 @@ def load_all() -> None:
 
     Idempotent (Python imports each module once).
     """
+    import harnpy.stdlib.concurrency  # noqa: F401
     import harnpy.stdlib.core  # noqa: F401
     import harnpy.stdlib.dicts  # noqa: F401
     import harnpy.stdlib.encoding  # noqa: F401

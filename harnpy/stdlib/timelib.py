@@ -362,18 +362,6 @@ def _sleep_arg(name: str, v: Any) -> float:
 
 
 @builtin()
-def sleep(thread: Any, duration: Any = None) -> None:
-    """``sleep(ms | duration)``: pause; under ``mock_time`` the mock clock advances instead."""
-    _clock(thread).sleep_ms(_sleep_arg("sleep", duration))
-
-
-@builtin()
-def sleep_ms(thread: Any, ms: Any = None) -> None:
-    """``sleep_ms(ms)``: pause ``ms`` milliseconds (mock-aware like ``sleep``)."""
-    _clock(thread).sleep_ms(_sleep_arg("sleep_ms", ms))
-
-
-@builtin()
 def mock_time(thread: Any, ms: Any = None) -> None:
     """``mock_time(epoch_ms)``: freeze the clock at ``epoch_ms``; monotonic time restarts
     at 0; sleeping then advances the mock time instantly."""

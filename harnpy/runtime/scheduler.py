@@ -1,0 +1,184 @@
+"""Cooperative scheduling of threads: spawned tasks, agent workers, timers and futures.
+
+One Python thread runs Harn threads one at a time. A thread runs until it finishes or
+blocks; it blocks by having a callback builtin yield a :class:`Block` request (``await``,
+``receive``, ``sleep``, ``wait_agent``, an LLM call in flight...). The scheduler then runs
+other ready threads; when none is ready it waits for the earliest timer (on the runtime
+clock: a mock clock jumps instantly) or for a host future (model calls run concurrently
+in a thread pool) and wakes the threads waiting on them.
+
+A blocked thread's state is still plain data: its top native frame records the pending
+request, and waking it delivers a value (or an error) into that frame.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from harnpy.runtime.code import STOP, NativeFrame
+from harnpy.runtime.errors import HarnError, plain_error
+
+
+class Waker:
+    """Resumes one blocked native frame exactly once, with a value or an error."""
+
+    __slots__ = ("scheduler", "frame", "done")
+
+    def __init__(self, scheduler: Scheduler, frame: NativeFrame) -> None:
+        self.scheduler = scheduler
+        self.frame = frame
+        self.done = False
+
+    def wake(self, value: Any = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.frame.pending = value
+        self.scheduler.make_ready(self.frame.thread)
+
+    def fail(self, exc: HarnError) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.frame.pending_exc = exc
+        self.scheduler.make_ready(self.frame.thread)
+
+
+class Block:
+    """Yielded by a callback builtin to block its thread.
+
+    ``register(waker)`` is called at once; it must arrange for ``waker.wake(value)`` (or
+    ``waker.fail(error)``) to be called later — possibly immediately. ``describe`` names
+    what the thread waits for (deadlock messages).
+    """
+
+    __slots__ = ("register", "describe")
+
+    def __init__(self, register: Callable[[Waker], None], describe: str = "an event") -> None:
+        self.register = register
+        self.describe = describe
+
+    def handle(self, nf: NativeFrame) -> int:
+        th = nf.thread
+        sched: Scheduler = th.runtime.scheduler
+        waker = Waker(sched, nf)
+        th.blocked_on = self.describe
+        sched.blocked.add(th)
+        self.register(waker)
+        return STOP
+
+
+class Scheduler:
+    """Ready queue, timers and host futures of one runtime."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+        self.ready: deque[Any] = deque()
+        self.blocked: set[Any] = set()
+        self.timers: list[tuple[float, int, Callable[[], None]]] = []
+        self.futures: dict[concurrent.futures.Future[Any], Callable[[Any], None]] = {}
+        self._seq = itertools.count()
+
+    # ---- threads
+
+    def add(self, thread: Any) -> None:
+        """Queue a new (or woken) thread to run."""
+        self.ready.append(thread)
+
+    def make_ready(self, thread: Any) -> None:
+        thread.blocked_on = None
+        self.blocked.discard(thread)
+        if thread not in self.ready:
+            self.ready.append(thread)
+
+    # ---- timers and futures
+
+    def at(self, deadline_ms: float, fn: Callable[[], None]) -> None:
+        """Call ``fn`` once the runtime clock's monotonic time reaches ``deadline_ms``."""
+        heapq.heappush(self.timers, (deadline_ms, next(self._seq), fn))
+
+    def on_future(self, fut: concurrent.futures.Future[Any], fn: Callable[[Any], None]) -> None:
+        """Call ``fn(future)`` on the scheduler's thread once ``fut`` is done."""
+        self.futures[fut] = fn
+
+    def sleep(self, ms: float) -> Block:
+        """A Block request that resumes after ``ms`` milliseconds on the runtime clock."""
+        clock = self.runtime.clock
+
+        def register(w: Waker) -> None:
+            if ms <= 0:
+                w.wake(None)
+            else:
+                self.at(clock.monotonic_ms() + ms, lambda: w.wake(None))
+
+        return Block(register, f"sleep({ms:g}ms)")
+
+    # ---- running
+
+    def run_until(self, main: Any) -> Any:
+        """Run ready threads until ``main`` finishes; return its result or raise its error."""
+        self.add(main)
+        while True:
+            while self.ready:
+                th = self.ready.popleft()
+                self._step(th)
+                if main.finished:
+                    return main.result
+            if main.finished:
+                return main.result
+            if not self._wait_for_event():
+                raise plain_error(
+                    "Runtime error: deadlock: every task is blocked "
+                    f"(main is waiting for {main.blocked_on or 'an event'})",
+                    "E320",
+                )
+
+    def run_thread(self, th: Any) -> None:
+        """Run one thread as part of the scheduler loop (used by ``run_until``)."""
+        self._step(th)
+
+    def _step(self, th: Any) -> None:
+        on_done = getattr(th, "on_done", None)
+        try:
+            th.run()
+        except HarnError as e:
+            if on_done is not None:
+                on_done(None, e)
+                return
+            raise
+        if th.finished and on_done is not None:
+            on_done(th.result, None)
+
+    def _wait_for_event(self) -> bool:
+        """Block until a timer or future fires; False when nothing can ever wake anyone."""
+        if self.futures:
+            timeout = None
+            if self.timers:
+                timeout = max(0.0, (self.timers[0][0] - self.runtime.clock.monotonic_ms()) / 1000)
+            done, _ = concurrent.futures.wait(
+                list(self.futures), timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for fut in done:
+                cb = self.futures.pop(fut)
+                cb(fut)
+            if done:
+                return True
+        if self.timers:
+            deadline, _, fn = heapq.heappop(self.timers)
+            clock = self.runtime.clock
+            now = clock.monotonic_ms()
+            if deadline > now:
+                clock.sleep_ms(deadline - now)
+            fn()
+            # fire every other timer that is due as well
+            now = clock.monotonic_ms()
+            while self.timers and self.timers[0][0] <= now:
+                _, _, fn2 = heapq.heappop(self.timers)
+                fn2()
+            return True
+        return False
