@@ -13,12 +13,14 @@ request, and waking it delivers a value (or an error) into that frame.
 
 from __future__ import annotations
 
-import concurrent.futures
 import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 from harnpy.runtime.code import STOP, NativeFrame
 from harnpy.runtime.errors import HarnError, plain_error
@@ -157,6 +159,8 @@ class Scheduler:
     def _wait_for_event(self) -> bool:
         """Block until a timer or future fires; False when nothing can ever wake anyone."""
         if self.futures:
+            import concurrent.futures
+
             timeout = None
             if self.timers:
                 timeout = max(0.0, (self.timers[0][0] - self.runtime.clock.monotonic_ms()) / 1000)

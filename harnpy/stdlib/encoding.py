@@ -12,12 +12,15 @@ import binascii
 import hashlib
 import hmac
 import os
-import uuid as _uuid
 from typing import Any
-from urllib.parse import quote, unquote_plus
+
+from harnpy._lazy import lazy_module
 
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.registry import builtin
+
+_urlparse = lazy_module("urllib.parse")
+_uuid = lazy_module("uuid")
 
 
 def as_bytes(v: Any) -> bytes:
@@ -110,13 +113,13 @@ def hex_decode(thread: Any, s: Any = None) -> str:
 def url_encode(thread: Any, s: Any = None) -> str:
     """``url_encode(s)``: percent-encode everything but ``A-Z a-z 0-9 - _ . ~``
     (spaces become ``%20``)."""
-    return quote(text(s), safe="")
+    return _urlparse.quote(text(s), safe="")
 
 
 @builtin()
 def url_decode(thread: Any, s: Any = None) -> str:
     """``url_decode(s)``: decode ``%XX`` escapes; ``+`` decodes to a space."""
-    return unquote_plus(text(s))
+    return _urlparse.unquote_plus(text(s))
 
 
 # ------------------------------------------------------------------ hashing

@@ -10,11 +10,13 @@ ISO 8601 strings; mapping keys become strings. Malformed input throws
 from __future__ import annotations
 
 import datetime as _dt
-import tomllib
 from typing import Any
 
-import tomli_w
-import yaml
+from harnpy._lazy import lazy_module
+
+tomllib = lazy_module("tomllib")
+tomli_w = lazy_module("tomli_w")
+yaml = lazy_module("yaml")
 
 from harnpy.runtime.display import display
 from harnpy.stdlib._util import fail, text

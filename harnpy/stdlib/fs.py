@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from harnpy._lazy import lazy_module
 
 from harnpy.runtime.values import HSet, err, ok
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.registry import builtin
+
+shutil = lazy_module("shutil")
+subprocess = lazy_module("subprocess")
+tempfile = lazy_module("tempfile")
 
 
 class HarnExit(BaseException):
@@ -272,7 +275,7 @@ def env_or(thread: Any, name: Any = None, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def _completed(proc: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
+def _completed(proc: Any) -> dict[str, Any]:
     return {
         "stdout": proc.stdout.decode("utf-8", errors="replace"),
         "stderr": proc.stderr.decode("utf-8", errors="replace"),

@@ -22,7 +22,6 @@ Calling convention (all builtins):
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -56,20 +55,22 @@ METHOD_TYPES = (
 )
 
 
+_CO_VARARGS = 0x04
+
+
 def _max_args(fn: Callable[..., Any], skip: int) -> int | None:
-    """Number of positional Harn arguments ``fn`` accepts, or None when it takes ``*args``."""
-    params = list(inspect.signature(fn).parameters.values())[skip:]
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+    """Number of positional Harn arguments ``fn`` accepts, or None when it takes ``*args``.
+
+    Read from the code object (``inspect.signature`` is too slow for start-up)."""
+    code = fn.__code__
+    if code.co_flags & _CO_VARARGS:
         return None
-    return sum(
-        1
-        for p in params
-        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    )
+    return max(0, code.co_argcount - skip)
 
 
 def _doc(fn: Callable[..., Any]) -> str:
-    return inspect.cleandoc(fn.__doc__ or "")
+    """The function's docstring, dedented lazily by readers (kept raw here)."""
+    return fn.__doc__ or ""
 
 
 def builtin(

@@ -24,9 +24,9 @@ import hashlib
 import hmac
 import os
 import re
-from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+from harnpy._lazy import lazy_module
 
 from harnpy.runtime.values import StructValue
 from harnpy.stdlib._util import fail, text
@@ -34,6 +34,9 @@ from harnpy.stdlib.jsonlib import dumps, loads
 from harnpy.stdlib.registry import builtin
 
 # ------------------------------------------------------------------ shared helpers
+
+_email_utils = lazy_module("email.utils")
+_urlparse = lazy_module("urllib.parse")
 
 
 def _b64url(data: bytes) -> str:
@@ -236,7 +239,7 @@ def _set_cookie_entry(header: str) -> tuple[str, str, bool] | None:
                 pass
         elif key.lower() == "expires":
             try:
-                delete = delete or parsedate_to_datetime(val.strip()).timestamp() <= 0
+                delete = delete or _email_utils.parsedate_to_datetime(val.strip()).timestamp() <= 0
             except (TypeError, ValueError):
                 pass
     return name, value, delete
@@ -349,7 +352,7 @@ _RESERVED = ("exp", "kid", "sig")
 
 
 def _pct(s: str) -> str:
-    return quote(s, safe="-_.~")
+    return _urlparse.quote(s, safe="-_.~")
 
 
 def _canonical(path: str, params: list[tuple[str, str]]) -> str:
@@ -377,8 +380,8 @@ def signed_url(
     over the path and sorted query, all percent-encoded (spaces as ``%20``)."""
     if type(expires_at) is not int:
         raise fail("signed_url: expires_at must be Unix seconds (int)")
-    parts = urlsplit(text(url))
-    params = parse_qsl(parts.query, keep_blank_values=True)
+    parts = _urlparse.urlsplit(text(url))
+    params = _urlparse.parse_qsl(parts.query, keep_blank_values=True)
     if claims is not None:
         if type(claims) is not dict:
             raise fail("signed_url: claims must be a dict")
@@ -390,10 +393,10 @@ def signed_url(
     kid = _opt(_options("signed_url", opts), "kid")
     if kid is not None:
         params.append(("kid", text(kid)))
-    path = quote(parts.path, safe="/%:@!$&'()*+,;=-._~")
+    path = _urlparse.quote(parts.path, safe="/%:@!$&'()*+,;=-._~")
     sig = _sign(text(secret), _canonical(path, params))
     query = "&".join(f"{_pct(k)}={_pct(v)}" for k, v in params) + f"&sig={sig}"
-    return urlunsplit((parts.scheme, parts.netloc, path, query, parts.fragment))
+    return _urlparse.urlunsplit((parts.scheme, parts.netloc, path, query, parts.fragment))
 
 
 @builtin()
@@ -404,8 +407,8 @@ def verify_signed_url(
     signature_valid, expired, reason (ok, bad_signature, expired, missing_signature,
     missing_expiry, unknown_kid), kid, claims, expires_at}``; ``opts.skew_seconds``
     tolerates clock skew."""
-    parts = urlsplit(text(url))
-    params = parse_qsl(parts.query, keep_blank_values=True)
+    parts = _urlparse.urlsplit(text(url))
+    params = _urlparse.parse_qsl(parts.query, keep_blank_values=True)
     found = dict(params)
     kid = found.get("kid")
     claims = {k: v for k, v in params if k not in _RESERVED}
