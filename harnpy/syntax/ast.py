@@ -13,12 +13,98 @@ are expressions that may also stand as statements.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class _NodeMeta(type):
+    """Builds frozen, slotted record classes from annotations, like
+    ``@dataclass(frozen=True, slots=True)`` but without one ``exec`` per class: the
+    ``__init__`` of all node classes are compiled in a single batch by :func:`_build_methods`
+    (start-up cost matters: every ``harnpy run`` imports this module); equality, hashing and
+    repr are generic over ``_fields``.
+
+    Field order follows the annotations; a class attribute gives a field's default;
+    ``span`` is keyword-only and excluded from equality and repr.
+    """
+
+    registry: list[type] = []
+
+    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> type:
+        own = [f for f in ns.get("__annotations__", {}) if not f.startswith("_")]
+        inherited: list[str] = []
+        defaults: dict[str, Any] = {}
+        for b in bases:
+            inherited.extend(f for f in getattr(b, "_fields", ()) if f not in inherited)
+            defaults.update(getattr(b, "_defaults", {}))
+        for f in own:
+            if f in ns:
+                defaults[f] = ns.pop(f)
+        ns["__slots__"] = tuple(f for f in own if f not in inherited)
+        ns["_fields"] = tuple(inherited + [f for f in own if f not in inherited])
+        ns["_defaults"] = defaults
+        cls = super().__new__(mcls, name, bases, ns)
+        _NodeMeta.registry.append(cls)
+        return cls
+
+
+def _build_methods(classes: list[type]) -> None:
+    src: list[str] = []
+    env: dict[str, Any] = {"_set": object.__setattr__}
+    for i, cls in enumerate(classes):
+        fields_ = [f for f in cls._fields if f != "span"]  # type: ignore[attr-defined]
+        kw = "span" in cls._fields  # type: ignore[attr-defined]
+        defaults = cls._defaults  # type: ignore[attr-defined]
+        params = []
+        for f in fields_:
+            if f in defaults:
+                env[f"_d{i}_{f}"] = defaults[f]
+                params.append(f"{f}=_d{i}_{f}")
+            else:
+                params.append(f)
+        if kw:
+            env[f"_d{i}_span"] = defaults.get("span")
+            params.append(f"*, span=_d{i}_span")
+        body = [f"    _set(self, {f!r}, {f})" for f in fields_]
+        if kw:
+            body.append("    _set(self, 'span', span)")
+        src.append(f"def _init{i}(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass"))
+    exec("\n".join(src), env)  # noqa: S102 - one batch of generated record methods
+    for i, cls in enumerate(classes):
+        cls.__init__ = env[f"_init{i}"]  # type: ignore[misc]
+
+
+class _Record(metaclass=_NodeMeta):
+    """Frozen slotted record (see :class:`_NodeMeta`)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: AST nodes are immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: AST nodes are immutable")
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f) for f in self._fields if f != "span")  # type: ignore[attr-defined]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.__class__.__name__, self._key()))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(
+            f"{f}={getattr(self, f)!r}"
+            for f in self._fields  # type: ignore[attr-defined]
+            if f != "span"
+        )
+        return f"{self.__class__.__name__}({inner})"
+
+
+class Span(_Record):
     """Source span: 1-based ``line``/``col`` of the first character, 0-based ``start``/``end``
     character offsets (end exclusive), and ``end_line``/``end_col`` of the last character."""
 
@@ -30,20 +116,20 @@ class Span:
     end_col: int = 0
 
 
+_NodeMeta.registry.remove(_Record)
+_build_methods([Span])
 NO_SPAN = Span()
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(_Record):
     """Base of all nodes."""
 
-    span: Span = field(default=NO_SPAN, kw_only=True, compare=False, repr=False)
+    span: Span = NO_SPAN
 
 
 # ----------------------------------------------------------------- types
 
 
-@dataclass(frozen=True, slots=True)
 class TypeName(Node):
     """``int``, ``list<int>``, ``Result<T, E>``, ``Foo``."""
 
@@ -51,14 +137,12 @@ class TypeName(Node):
     args: tuple[TypeExpr, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class TypeList(Node):
     """``[T]`` list shorthand."""
 
     elem: TypeExpr
 
 
-@dataclass(frozen=True, slots=True)
 class ShapeField(Node):
     """``name?: T`` inside a shape type."""
 
@@ -67,14 +151,12 @@ class ShapeField(Node):
     optional: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class TypeShape(Node):
     """``{a: int, b?: string}``."""
 
     fields: tuple[ShapeField, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class TypeFn(Node):
     """``fn(int, string) -> bool``."""
 
@@ -82,7 +164,6 @@ class TypeFn(Node):
     ret: TypeExpr
 
 
-@dataclass(frozen=True, slots=True)
 class TypeLiteral(Node):
     """A literal type: ``"ok"``, ``3``, ``-1``, ``nil``, ``true``, ``false``, ``never``."""
 
@@ -90,7 +171,6 @@ class TypeLiteral(Node):
     keyword: str = ""  # "nil" | "true" | "false" | "never" | "" (for string/int literals)
 
 
-@dataclass(frozen=True, slots=True)
 class TypeUnion(Node):
     """``A | B | C``."""
 
@@ -103,49 +183,42 @@ TypeExpr = Union[TypeName, TypeList, TypeShape, TypeFn, TypeLiteral, TypeUnion]
 # ------------------------------------------------------------ expressions
 
 
-@dataclass(frozen=True, slots=True)
 class Literal(Node):
     """``42``, ``3.5``, ``"text"`` (no interpolation), ``r"raw"``, ``true``, ``false``, ``nil``."""
 
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
 class DurationLit(Node):
     """``5s``: ``ms`` is the value in milliseconds."""
 
     ms: int
 
 
-@dataclass(frozen=True, slots=True)
 class InterpString(Node):
     """``"a ${x} b"``: ``parts`` alternates literal ``str`` pieces and expression nodes."""
 
     parts: tuple[str | Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class Name(Node):
     """An identifier reference. ``_`` is the discard / pipe placeholder."""
 
     id: str
 
 
-@dataclass(frozen=True, slots=True)
 class Spread(Node):
     """``...expr`` inside a list literal, dict literal or call arguments."""
 
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class ListLit(Node):
     """``[a, ...b, c]``."""
 
     items: tuple[Expr, ...]  # elements may be Spread
 
 
-@dataclass(frozen=True, slots=True)
 class DictEntry(Node):
     """``key: value``. ``key`` is a str for bare/quoted keys, an expression for ``[expr]``."""
 
@@ -154,14 +227,12 @@ class DictEntry(Node):
     computed: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class DictLit(Node):
     """``{a: 1, "b": 2, [k]: 3, ...other}``."""
 
     entries: tuple[DictEntry | Spread, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class Param(Node):
     """A parameter: ``name``, ``name: T``, ``name = default``, ``...rest``."""
 
@@ -171,14 +242,12 @@ class Param(Node):
     rest: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Block(Node):
     """``{ stmt; stmt }``: a list of statements opening a scope."""
 
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class ClosureExpr(Node):
     """``{ a, b -> body }`` or ``fn(a, b) { body }`` (``is_fn_expr``). Both return the value
     of their last statement implicitly."""
@@ -188,7 +257,6 @@ class ClosureExpr(Node):
     is_fn_expr: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class BinOp(Node):
     """Binary operator. ``op`` is one of ``+ - * / % ** == != < > <= >= in not_in``."""
 
@@ -197,7 +265,6 @@ class BinOp(Node):
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class LogicalOp(Node):
     """``a && b`` / ``a || b`` (``op`` is ``"&&"`` or ``"||"``); always yields a bool."""
 
@@ -206,7 +273,6 @@ class LogicalOp(Node):
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class NilCoalesce(Node):
     """``a ?? b``."""
 
@@ -214,7 +280,6 @@ class NilCoalesce(Node):
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class UnaryOp(Node):
     """``-x`` or ``!x`` (``op`` is ``"-"`` or ``"!"``)."""
 
@@ -222,7 +287,6 @@ class UnaryOp(Node):
     operand: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Pipe(Node):
     """``left |> right``."""
 
@@ -230,7 +294,6 @@ class Pipe(Node):
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Ternary(Node):
     """``cond ? a : b``."""
 
@@ -239,7 +302,6 @@ class Ternary(Node):
     otherwise: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class RangeExpr(Node):
     """``a to b`` (inclusive) or ``a to b exclusive``."""
 
@@ -248,7 +310,6 @@ class RangeExpr(Node):
     inclusive: bool = True
 
 
-@dataclass(frozen=True, slots=True)
 class Call(Node):
     """``name(args)``: a call on a bare name (``func`` is always a :class:`Name`)."""
 
@@ -257,7 +318,6 @@ class Call(Node):
     type_args: tuple[TypeExpr, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class MethodCall(Node):
     """``obj.name(args)`` or ``obj?.name(args)`` (``optional``)."""
 
@@ -267,7 +327,6 @@ class MethodCall(Node):
     optional: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Attribute(Node):
     """``obj.name`` or ``obj?.name`` (``optional``)."""
 
@@ -276,7 +335,6 @@ class Attribute(Node):
     optional: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Index(Node):
     """``obj[index]`` or ``obj?[index]`` (``optional``)."""
 
@@ -285,7 +343,6 @@ class Index(Node):
     optional: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Slice(Node):
     """``obj[start:end]``; either bound may be None."""
 
@@ -294,21 +351,18 @@ class Slice(Node):
     end: Expr | None
 
 
-@dataclass(frozen=True, slots=True)
 class TryPropagate(Node):
     """Postfix ``expr?`` (Result propagation)."""
 
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class TryStar(Node):
     """``try* expr``."""
 
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class StructLit(Node):
     """``Name { field: expr, ... }``."""
 
@@ -316,7 +370,6 @@ class StructLit(Node):
     fields: tuple[DictEntry, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class IfExpr(Node):
     """``if cond { } else if ... else { }``; ``otherwise`` is a Block, an IfExpr or None."""
 
@@ -325,7 +378,6 @@ class IfExpr(Node):
     otherwise: Block | IfExpr | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class MatchArm(Node):
     """``p1 | p2 if guard -> { body }``; patterns are expressions read structurally."""
 
@@ -334,7 +386,6 @@ class MatchArm(Node):
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
 class MatchExpr(Node):
     """``match value { arms }``."""
 
@@ -342,7 +393,6 @@ class MatchExpr(Node):
     arms: tuple[MatchArm, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class TryExpr(Node):
     """``try { } catch (e: T) { } finally { }``. With neither catch nor finally it is a
     try-expression producing a Result (``has_catch`` false and ``finally_body`` None)."""
@@ -355,14 +405,12 @@ class TryExpr(Node):
     has_catch: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class SpawnExpr(Node):
     """``spawn { body }``."""
 
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
 class ParallelExpr(Node):
     """``parallel n { i -> }``, ``parallel each xs { x -> }``, ``parallel settle xs { x -> }``.
 
@@ -376,7 +424,6 @@ class ParallelExpr(Node):
     as_stream: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class RetryExpr(Node):
     """``retry n { body }``."""
 
@@ -384,7 +431,6 @@ class RetryExpr(Node):
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
 class DeadlineExpr(Node):
     """``deadline 2s { body }``."""
 
@@ -395,14 +441,12 @@ class DeadlineExpr(Node):
 # ------------------------------------------------------------- patterns
 
 
-@dataclass(frozen=True, slots=True)
 class NamePattern(Node):
     """A plain binding name (``_`` discards)."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
 class DictPatternField(Node):
     """``key``, ``key: alias``, ``key = default``, or ``...rest`` (``rest`` true)."""
 
@@ -412,14 +456,12 @@ class DictPatternField(Node):
     rest: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class DictPattern(Node):
     """``{a, b: c, d = 1, ...rest}``."""
 
     fields: tuple[DictPatternField, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class ListPatternElem(Node):
     """``name``, ``name = default`` or ``...rest``."""
 
@@ -428,14 +470,12 @@ class ListPatternElem(Node):
     rest: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class ListPattern(Node):
     """``[a, b = 2, ...rest]``."""
 
     elems: tuple[ListPatternElem, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class PairPattern(Node):
     """``(a, b)`` in ``for (a, b) in it``: binds ``.first`` / ``.second``."""
 
@@ -449,7 +489,6 @@ Pattern = Union[NamePattern, DictPattern, ListPattern, PairPattern]
 # ------------------------------------------------------------- statements
 
 
-@dataclass(frozen=True, slots=True)
 class LetStmt(Node):
     """``let pat: T = value`` (``mutable`` false) or ``var pat: T = value`` (true)."""
 
@@ -459,7 +498,6 @@ class LetStmt(Node):
     mutable: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class AssignStmt(Node):
     """``target = value`` or ``target op= value`` (``op`` is ``"+"`` etc., None for ``=``).
     ``target`` is a Name, Attribute or Index."""
@@ -469,7 +507,6 @@ class AssignStmt(Node):
     op: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class FnDecl(Node):
     """``pub? gen? fn name<T>(params) -> T { body }``."""
 
@@ -482,7 +519,6 @@ class FnDecl(Node):
     generics: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class ToolDecl(Node):
     """``tool name(params) -> T { description "..." body }``."""
 
@@ -494,7 +530,6 @@ class ToolDecl(Node):
     is_pub: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class StructField(Node):
     """``name?: T`` in a struct declaration."""
 
@@ -503,7 +538,6 @@ class StructField(Node):
     optional: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class StructDecl(Node):
     """``struct Name<T> { fields }``."""
 
@@ -513,7 +547,6 @@ class StructDecl(Node):
     generics: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class EnumVariant(Node):
     """``Name`` or ``Name(a, b: T)``."""
 
@@ -521,7 +554,6 @@ class EnumVariant(Node):
     params: tuple[Param, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class EnumDecl(Node):
     """``enum Name<T> { variants }``."""
 
@@ -531,7 +563,6 @@ class EnumDecl(Node):
     generics: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class InterfaceDecl(Node):
     """``interface Name { fn m(self) -> T ... }`` (compile-time only)."""
 
@@ -539,7 +570,6 @@ class InterfaceDecl(Node):
     methods: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class ImplDecl(Node):
     """``impl Name { fn m(self, a) { } }``."""
 
@@ -547,7 +577,6 @@ class ImplDecl(Node):
     methods: tuple[FnDecl, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class TypeDecl(Node):
     """``type Name<T> = T``."""
 
@@ -556,7 +585,6 @@ class TypeDecl(Node):
     generics: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class ForStmt(Node):
     """``for pattern in iterable { body }``."""
 
@@ -565,7 +593,6 @@ class ForStmt(Node):
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
 class WhileStmt(Node):
     """``while cond { body }``."""
 
@@ -573,7 +600,6 @@ class WhileStmt(Node):
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
 class GuardStmt(Node):
     """``guard cond else { body }``."""
 
@@ -581,7 +607,6 @@ class GuardStmt(Node):
     otherwise: Block
 
 
-@dataclass(frozen=True, slots=True)
 class RequireStmt(Node):
     """``require cond, message``."""
 
@@ -589,59 +614,50 @@ class RequireStmt(Node):
     message: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class ThrowStmt(Node):
     """``throw value``."""
 
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class ReturnStmt(Node):
     """``return value?``."""
 
     value: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class BreakStmt(Node):
     """``break``."""
 
 
-@dataclass(frozen=True, slots=True)
 class ContinueStmt(Node):
     """``continue``."""
 
 
-@dataclass(frozen=True, slots=True)
 class DeferStmt(Node):
     """``defer { body }``."""
 
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
 class YieldStmt(Node):
     """``yield value?``."""
 
     value: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class EmitStmt(Node):
     """``emit value`` (inside ``gen fn``)."""
 
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class MutexStmt(Node):
     """``mutex { body }``."""
 
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
 class SelectCase(Node):
     """One ``select`` case: ``name from channel { }`` (kind ``"recv"``), ``timeout d { }``
     (kind ``"timeout"``) or ``default { }`` (kind ``"default"``)."""
@@ -652,21 +668,18 @@ class SelectCase(Node):
     value: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class SelectStmt(Node):
     """``select { cases }``."""
 
     cases: tuple[SelectCase, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class ExprStmt(Node):
     """An expression used as a statement."""
 
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class ImportDecl(Node):
     """``import "path"`` (``names`` None) or ``import { a, b } from "path"``."""
 
@@ -675,7 +688,6 @@ class ImportDecl(Node):
     is_pub: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Attribute_(Node):
     """One ``@name(args)`` attribute; ``args`` holds ``(key or None, value)`` pairs."""
 
@@ -683,7 +695,6 @@ class Attribute_(Node):
     args: tuple[tuple[str | None, Any], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class AttributedDecl(Node):
     """``@attr ... declaration``."""
 
@@ -691,7 +702,6 @@ class AttributedDecl(Node):
     decl: Stmt
 
 
-@dataclass(frozen=True, slots=True)
 class PipelineDecl(Node):
     """``pipeline name(params) -> T extends parent { body }``."""
 
@@ -702,14 +712,12 @@ class PipelineDecl(Node):
     is_pub: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class OverrideDecl(Node):
     """``override name(params) { }`` inside a child pipeline (compiles to nothing)."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
 class SkillDecl(Node):
     """``skill name { field expr ... }``: lowers to ``skill_define``."""
 
@@ -718,7 +726,6 @@ class SkillDecl(Node):
     is_pub: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Module(Node):
     """A parsed source file. ``path`` is the file path as given to the parser."""
 
@@ -791,6 +798,9 @@ Stmt = Union[
 ]
 
 
+_build_methods([c for c in _NodeMeta.registry if c is not Span])
+
+
 def node_id(node: Node) -> int:
     """Stable id of a code-owning node within its module: its start offset."""
     return node.span.start
@@ -798,10 +808,10 @@ def node_id(node: Node) -> int:
 
 def children(node: Node) -> Iterator[Node]:
     """Direct child nodes of ``node`` (the one generic walk helper)."""
-    for f in fields(node):
-        if f.name == "span":
+    for name in node._fields:  # type: ignore[attr-defined]
+        if name == "span":
             continue
-        v = getattr(node, f.name)
+        v = getattr(node, name)
         if isinstance(v, Node):
             yield v
         elif isinstance(v, tuple):
