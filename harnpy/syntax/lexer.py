@@ -473,7 +473,8 @@ class _Scanner:
         return -1
 
     def _segment(self, dollar: int, close: int) -> Segment:
-        line = self.inp.line + self.text.count("\n", self.inp.start, dollar)
+        # self.line is still the line where the string token began
+        line = self.line + self.text.count("\n", self.line_start, dollar)
         col = dollar - (self.text.rfind("\n", 0, dollar) + 1) + 1
         return Segment(dollar + 2, close, line, col)
 
@@ -572,9 +573,8 @@ class _Scanner:
             if self.inp.parse_segment is None:
                 raise self._error(E_INTERPOLATION, "interpolation is not allowed here", seg.start)
             seg_line_start = self.text.rfind("\n", 0, seg.start) + 1
-            seg_line = seg.line + self.text.count("\n", seg.start - 2, seg.start)
             values.append(
-                self.inp.parse_segment(self.text, seg.start, seg.end, seg_line, seg_line_start)
+                self.inp.parse_segment(self.text, seg.start, seg.end, seg.line, seg_line_start)
             )
         return self._token("ISTRING", tuple(values), start, stop, line, col)
 
@@ -582,11 +582,16 @@ class _Scanner:
 # --------------------------------------------------------------------------- filter
 
 
-def lr_accepts(states: dict[Any, dict[str, Any]], state_stack: list[Any], term: str) -> bool:
+def lr_accepts(
+    states: dict[Any, dict[str, Any]], state_stack: list[Any], term: str, end_state: Any = None
+) -> bool:
     """Exact LR check: from ``state_stack``, does ``term`` get shifted after the reductions it
-    triggers? (A state's action table alone is not enough: LALR merges look-aheads.)"""
+    triggers? (A state's action table alone is not enough: LALR merges look-aheads.) For
+    ``$END`` pass the parse's ``end_state``: reaching it means the input may end here."""
     stack = list(state_stack)
     while True:
+        if term == "$END" and stack[-1] == end_state:
+            return True
         action = states[stack[-1]].get(term)
         if action is None:
             return False

@@ -119,9 +119,18 @@ def _build(tree: Tree, source: str, path: str) -> Any:
     return AstBuilder(source, path).transform(tree)
 
 
+_SIMPLE_SEGMENT = re.compile(r"[ \t]*([^\W\d]\w*)[ \t]*")
+
+
 def _segment_parser(path: str) -> Any:
     def parse_segment(text: str, start: int, end: int, line: int, line_start: int) -> Any:
-        inp = LexInput(text, start, end, path, line, line_start, _segment_parser(path), True)
+        simple = _SIMPLE_SEGMENT.fullmatch(text, start, end)
+        if simple and simple.group(1) not in KEYWORDS:
+            # `${name}`, by far the most common segment: no parser run needed
+            a, b = simple.span(1)
+            span = ast.Span(line, a - line_start + 1, a, b, line, b - line_start)
+            return ast.Name(simple.group(1), span=span)
+        inp = LexInput(text, start, end, path, line, line_start, parse_segment, True)
         return _build(_parse_tree(inp, "expr_only"), text, path)
 
     return parse_segment
@@ -307,7 +316,7 @@ def _describe_token(tok: Any, source: str) -> str:
 
 
 def _describe_expected(expected: set[str]) -> str:
-    after_expression = "PLUS" in expected or "DOT" in expected
+    after_expression = bool(expected & {"PLUS", "DOT", "PIPE", "TO", "QPOST"})
     terms = (expected - _OPERATORS or expected) if after_expression else expected
     names: list[str] = []
     for term in sorted(terms):
@@ -344,8 +353,8 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
     expected = set(exc.expected)
     if exc.state is not None:
         # Lark's set comes from a state whose look-aheads LALR merged; keep what really fits.
-        states, stack = exc.state.parse_conf.states, exc.state.state_stack
-        precise = {t for t in expected if lr_accepts(states, stack, t)}
+        conf, stack = exc.state.parse_conf, exc.state.state_stack
+        precise = {t for t in expected if lr_accepts(conf.states, stack, t, conf.end_state)}
         expected = precise or expected
     token_filter = inp.token_filter
     if tok.type == "$END":
@@ -382,7 +391,7 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
     else:
         if "INT" in expected and "NAME" in expected:
             what = "statement" if "LET" in expected else "expression"
-        elif expected == {"$END"} and inp.segment:
+        elif "$END" in expected and inp.segment:
             what = "`}` closing the interpolation"
         else:
             what = _describe_expected(expected)

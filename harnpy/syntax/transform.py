@@ -54,6 +54,35 @@ def join_spans(first: ast.Span, last: ast.Span) -> ast.Span:
     return ast.Span(first.line, first.col, first.start, last.end, last.end_line, last.end_col)
 
 
+_PRECEDENCE = {
+    "||": 1,
+    "&&": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 4,
+    ">": 4,
+    "<=": 4,
+    ">=": 4,
+    "in": 4,
+    "not_in": 4,
+    "+": 5,
+    "-": 5,
+    "??": 6,
+    "*": 7,
+    "/": 7,
+    "%": 7,
+    "**": 8,
+}
+
+
+def _binary_node(op: str, left: Any, right: Any, span: ast.Span) -> Any:
+    if op in ("||", "&&"):
+        return ast.LogicalOp(op, left, right, span=span)
+    if op == "??":
+        return ast.NilCoalesce(left, right, span=span)
+    return ast.BinOp(op, left, right, span=span)
+
+
 def _tok(items: list[Any], typ: str) -> Token | None:
     for item in items:
         if isinstance(item, Token) and item.type == typ:
@@ -75,6 +104,8 @@ class AstBuilder:
     def __init__(self, source: str, path: str) -> None:
         self.source = source
         self.path = path
+        # id(node) -> (node, span including the parentheses it was written in)
+        self._parens: dict[int, tuple[Any, ast.Span]] = {}
 
     def transform(self, tree: Tree) -> Any:
         """The AST for ``tree``: children first, then ``self.<rule>(meta, children)``.
@@ -481,17 +512,43 @@ class AstBuilder:
     def ternary(self, meta: Any, ch: list[Any]) -> ast.Ternary:
         return ast.Ternary(ch[0], ch[1], ch[2], span=meta_span(meta))
 
-    def logical(self, meta: Any, ch: list[Any]) -> ast.LogicalOp:
-        return ast.LogicalOp(ch[1].value, ch[0], ch[2], span=meta_span(meta))
+    def binary(self, meta: Any, ch: list[Any]) -> Any:
+        """Fold ``operand (op operand)*`` by the precedence table of spec 2.12 (levels 4-11);
+        iterative shunting-yard, so long chains need no recursion."""
+        operands = [ch[0]]
+        ops: list[str] = []
+        i = 1
+        while i < len(ch):
+            op = str(ch[i].value)
+            if ch[i].type == "NOT":  # `not` `in`
+                op, i = "not_in", i + 1
+            i += 1
+            prec = _PRECEDENCE[op]
+            while ops and (
+                _PRECEDENCE[ops[-1]] > prec or (_PRECEDENCE[ops[-1]] == prec and op != "**")
+            ):
+                self._fold(operands, ops)
+            ops.append(op)
+            operands.append(ch[i])
+            i += 1
+        while len(ops) > 1:
+            self._fold(operands, ops)
+        right, left = operands.pop(), operands.pop()
+        return _binary_node(ops.pop(), left, right, meta_span(meta))
 
-    def binop(self, meta: Any, ch: list[Any]) -> ast.BinOp:
-        return ast.BinOp(str(ch[1].value), ch[0], ch[2], span=meta_span(meta))
+    def _fold(self, operands: list[Any], ops: list[str]) -> None:
+        right, left = operands.pop(), operands.pop()
+        span = join_spans(self._extent(left), self._extent(right))
+        operands.append(_binary_node(ops.pop(), left, right, span))
 
-    def not_in(self, meta: Any, ch: list[Any]) -> ast.BinOp:
-        return ast.BinOp("not_in", ch[0], ch[2], span=meta_span(meta))
+    def _extent(self, node: Any) -> ast.Span:
+        """The node's span, widened to its parentheses if it was written in some."""
+        entry = self._parens.get(id(node))
+        return entry[1] if entry is not None and entry[0] is node else node.span
 
-    def coalesce(self, meta: Any, ch: list[Any]) -> ast.NilCoalesce:
-        return ast.NilCoalesce(ch[0], ch[1], span=meta_span(meta))
+    def paren(self, meta: Any, ch: list[Any]) -> Any:
+        self._parens[id(ch[0])] = (ch[0], meta_span(meta))
+        return ch[0]
 
     def unary_op(self, meta: Any, ch: list[Any]) -> ast.UnaryOp:
         return ast.UnaryOp(ch[0].value, ch[1], span=meta_span(meta))

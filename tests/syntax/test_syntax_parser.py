@@ -558,3 +558,12 @@ def test_very_long_operator_chains_do_not_recurse() -> None:
     while isinstance(value, BinOp):
         value, depth = value.left, depth + 1
     assert depth == 2999
+
+
+def test_binary_spans_include_parentheses_of_operands() -> None:
+    src = "x + (a + b) * c"
+    node = e(src)
+    inner = node.right
+    assert src[node.span.start : node.span.end] == src
+    assert src[inner.span.start : inner.span.end] == "(a + b) * c"
+    assert src[inner.left.span.start : inner.left.span.end] == "a + b"
