@@ -25,6 +25,7 @@ def load_all() -> None:
     import harnpy.stdlib.runtime_builtins  # noqa: F401
     import harnpy.stdlib.schema  # noqa: F401
     import harnpy.stdlib.sets  # noqa: F401
+    import harnpy.stdlib.stdmodules  # noqa: F401
     import harnpy.stdlib.strings  # noqa: F401
     import harnpy.stdlib.templates  # noqa: F401
     import harnpy.stdlib.timelib  # noqa: F401
