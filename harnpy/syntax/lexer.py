@@ -118,6 +118,8 @@ _ONE = {
     ";": "SEMICOLON",
 }
 _OP_START = frozenset(k[0] for k in (*_THREE, *_TWO, *_ONE))
+# Terminal name -> its text, for every operator and punctuation token.
+PUNCTUATION_TEXT = {name: text for text, name in (*_ONE.items(), *_TWO.items(), *_THREE.items())}
 
 # Tokens that, at the start of the next line, continue the previous line (spec 1.9 table).
 CONTINUATION = frozenset(

@@ -31,12 +31,10 @@ from harnpy.syntax.errors import (
     syntax_error,
 )
 from harnpy.syntax.lexer import (
-    _ONE,
-    _THREE,
-    _TWO,
     CLOSER_OF,
     CONTEXTUAL,
     KEYWORDS,
+    PUNCTUATION_TEXT,
     HarnLexer,
     LexInput,
     lr_accepts,
@@ -235,7 +233,7 @@ def parse_expression(source: str, path: str = "<input>") -> Any:
 
 # Readable names of terminals, for "Expected X" messages.
 _TERM_TEXT: dict[str, str] = {
-    **{name: text for text, name in (*_ONE.items(), *_TWO.items(), *_THREE.items())},
+    **PUNCTUATION_TEXT,
     **{word.upper(): word for word in KEYWORDS},
     **{term: word for word, term in CONTEXTUAL.items()},
     "_NL": "newline",
