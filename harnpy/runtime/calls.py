@@ -21,6 +21,7 @@ from harnpy.runtime.values import (
     EnumValue,
     Generator,
     HSet,
+    IterValue,
     StructValue,
     type_name,
 )
@@ -37,6 +38,9 @@ _METHOD_TABLE_KEY: dict[type, str] = {
     int: "int",
     float: "float",
 }
+
+
+_SEQUENCE_METHOD = Builtin("sequence method", lambda *a: None, callback=True)
 
 
 def stack_overflow() -> HarnRuntimeError:
@@ -87,7 +91,7 @@ def call_value(f: Frame, callee: Any, args: list[Any], target: int, nxt: int) ->
     if t is Closure:
         code = callee.code
         th = f.thread
-        if code.simple and len(args) == code.nparams:
+        if code.simple and len(args) == code.nparams and callee.bound_self is None:
             slots = args + callee.captures
             if code.nslots > len(slots):
                 slots.extend([None] * (code.nslots - len(slots)))
@@ -185,9 +189,14 @@ def call_from_native(nf: NativeFrame, callee: Any, args: list[Any]) -> int:
     t = type(callee)
     if t is Closure:
         code = callee.code
-        if callee.bound_self is not None:
-            args = [callee.bound_self, *args]
-        slots = bind_args(code, list(args), callee.captures, code.name)
+        if code.simple and len(args) == code.nparams and callee.bound_self is None:
+            slots = args + callee.captures
+            if code.nslots > len(slots):
+                slots.extend([None] * (code.nslots - len(slots)))
+        else:
+            if callee.bound_self is not None:
+                args = [callee.bound_self, *args]
+            slots = bind_args(code, list(args), callee.captures, code.name)
         fr = Frame(code, slots, nf.thread)
         if code.is_generator:
             gen = Generator(fr, code.gen_kind)
@@ -253,6 +262,12 @@ def call_method(f: Frame, obj: Any, name: str, args: list[Any], target: int, nxt
     """``obj.name(args)`` (spec 3.7): builtin methods, dict-held callables, impl methods,
     generator ``next``; unknown methods give nil."""
     t = type(obj)
+    if t is IterValue and obj.memo is not None:
+        from harnpy.stdlib.iters import sequence_method
+
+        return push_native(
+            f, _SEQUENCE_METHOD, sequence_method(f.thread, obj, name, args), target, nxt
+        )
     key = _METHOD_TABLE_KEY.get(t)
     if key is None:
         key = type_name(obj)

@@ -300,7 +300,7 @@ def op_tail_call(callee: Ev, argevs: list[Ev], spread: list[bool], target: int, 
         if type(fn) is Closure and not fn.code.is_generator and f.generator is None:
             code = fn.code
             th = f.thread
-            if code.simple and len(args) == code.nparams:
+            if code.simple and len(args) == code.nparams and fn.bound_self is None:
                 slots = args + fn.captures
                 if code.nslots > len(slots):
                     slots.extend([None] * (code.nslots - len(slots)))
@@ -506,6 +506,10 @@ def iterate_source(v: Any) -> Any:
     if t is Generator:
         return v
     if t is IterValue:
+        if v.memo is not None:
+            from harnpy.stdlib.iters import sequence_cursor
+
+            return sequence_cursor(v)
         return v
     from harnpy.runtime.values import Channel
 

@@ -97,6 +97,27 @@ class Thread:
         self.finished = False
         self.status = "ready"
 
+    # ---- nested runs
+
+    def drive_sync(self, gen: Any, name: str) -> Any:
+        """Run a callback generator to completion *now*, on a nested run of this thread.
+
+        For the few builtins that are inlined as pure expressions yet sometimes must call
+        Harn code (``len`` of a lazy sequence). The nested run lives on the Python stack, so
+        it must not block or be snapshotted: blocking raises a runtime error.
+        """
+        saved = (self.frame, self.depth, self.finished, self.result, self.status)
+        nf = NativeFrame(gen, name, self)
+        self.frame = nf
+        self.finished = False
+        try:
+            result = self.run()
+            if self.status == "blocked":
+                raise plain_error(f"Runtime error: {name}: cannot wait inside this call", "E321")
+            return result
+        finally:
+            self.frame, self.depth, self.finished, self.result, self.status = saved
+
     # ---- iteration helpers used by ``for`` loops
 
     def iter_next_for(

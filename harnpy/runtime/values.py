@@ -248,20 +248,24 @@ class CallRequest:
 
 
 class IterValue:
-    """A lazy, single-pass iterator (spec 3.17).
+    """A lazy, single-pass iterator (spec 3.17), or a memoizing lazy sequence (``memo``).
 
     ``source`` is a Python iterator of already-computed Harn values, or ``None`` when the
     iterator is driven by ``stages`` over a Harn generator. ``exhausted`` becomes true once
     it has been drained (iterators are fused).
     """
 
-    __slots__ = ("source", "exhausted", "stages", "origin")
+    __slots__ = ("source", "exhausted", "stages", "origin", "memo")
 
     def __init__(self, source: Iterator[Any] | None, origin: Any = None) -> None:
         self.source = source
         self.exhausted = False
         self.stages: list[tuple[str, Any]] = []
         self.origin = origin
+        #: Not None for a *lazy sequence* (combinators over a range): the items computed
+        #: so far. Such a value is re-iterable: each use reads through a fresh cursor and
+        #: items are computed once, on demand (``origin`` is the single-pass pipeline).
+        self.memo: list[Any] | None = None
 
 
 class Generator:

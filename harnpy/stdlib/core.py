@@ -19,6 +19,7 @@ from harnpy.runtime.values import (
     I64_MIN,
     EnumValue,
     HSet,
+    IterValue,
     RangeValue,
     err,
     is_result,
@@ -255,6 +256,10 @@ def len_(thread: Any, v: Any = None) -> int:
         return len(v.items)
     if t is RangeValue:
         return len(v)
+    if t is IterValue and v.memo is not None:
+        from harnpy.stdlib.iters import force_sequence
+
+        return len(thread.drive_sync(force_sequence(v), "len"))
     return 0
 
 

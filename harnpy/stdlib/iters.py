@@ -67,7 +67,7 @@ def make_iter(v: Any) -> IterValue:
     Raises ``Type error: iter: cannot iterate over T`` for other values."""
     t = type(v)
     if t is IterValue:
-        return v
+        return v if v.memo is None else sequence_cursor(v)
     if t is list:
         return IterValue(iter(list(v)))
     if t is RangeValue:
@@ -89,6 +89,19 @@ def _staged(up: IterValue, kind: str, **state: Any) -> IterValue:
     it = IterValue(None, origin=up)
     it.stages.append((kind, state))
     return it
+
+
+def _range_aware(fn: Callable[..., IterValue]) -> Callable[..., IterValue]:
+    """Combinators called on a range return a lazy sequence (see the section below)."""
+
+    def wrapper(thread: Any, v: Any, *args: Any) -> IterValue:
+        r = fn(thread, v, *args)
+        return make_sequence(r) if type(v) is RangeValue else r
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    return wrapper
 
 
 def _pure(it: IterValue) -> bool:
@@ -452,6 +465,7 @@ def _need_count(name: str, n: Any, positive: bool) -> int:
 
 
 @method(_BOTH, "map")
+@_range_aware
 def iter__map(thread: Any, v: Any, f: Any = None) -> IterValue:
     """``it.map(f)``: lazy ``f(x)`` for each item."""
     _need_callable("map", f)
@@ -459,6 +473,7 @@ def iter__map(thread: Any, v: Any, f: Any = None) -> IterValue:
 
 
 @method(_BOTH, "filter")
+@_range_aware
 def iter__filter(thread: Any, v: Any, f: Any = None) -> IterValue:
     """``it.filter(f)``: lazily keep items where ``f(x)`` is truthy."""
     _need_callable("filter", f)
@@ -466,6 +481,7 @@ def iter__filter(thread: Any, v: Any, f: Any = None) -> IterValue:
 
 
 @method(_BOTH, "flat_map")
+@_range_aware
 def iter__flat_map(thread: Any, v: Any, f: Any = None) -> IterValue:
     """``it.flat_map(f)``: lazily splice list/iter results of ``f(x)`` (others kept)."""
     _need_callable("flat_map", f)
@@ -473,6 +489,7 @@ def iter__flat_map(thread: Any, v: Any, f: Any = None) -> IterValue:
 
 
 @method(_BOTH, "take_while")
+@_range_aware
 def iter__take_while(thread: Any, v: Any, f: Any = None) -> IterValue:
     """``it.take_while(f)``: items until the first where ``f(x)`` is falsy (that item is
     consumed and dropped)."""
@@ -481,6 +498,7 @@ def iter__take_while(thread: Any, v: Any, f: Any = None) -> IterValue:
 
 
 @method(_BOTH, "skip_while")
+@_range_aware
 def iter__skip_while(thread: Any, v: Any, f: Any = None) -> IterValue:
     """``it.skip_while(f)``: drop items while ``f(x)`` is truthy, then yield the rest."""
     _need_callable("skip_while", f)
@@ -488,6 +506,7 @@ def iter__skip_while(thread: Any, v: Any, f: Any = None) -> IterValue:
 
 
 @method(_BOTH, "take")
+@_range_aware
 def iter__take(thread: Any, v: Any, n: Any = None) -> IterValue:
     """``it.take(n)``: at most the next ``n`` items (never reads further)."""
     count = _need_count("take", n, positive=False)
@@ -498,6 +517,7 @@ def iter__take(thread: Any, v: Any, n: Any = None) -> IterValue:
 
 
 @method(_BOTH, "skip")
+@_range_aware
 def iter__skip(thread: Any, v: Any, n: Any = None) -> IterValue:
     """``it.skip(n)``: all but the next ``n`` items (skipped lazily on the first pull)."""
     count = _need_count("skip", n, positive=False)
@@ -508,6 +528,7 @@ def iter__skip(thread: Any, v: Any, n: Any = None) -> IterValue:
 
 
 @method(_BOTH, "zip")
+@_range_aware
 def iter__zip(thread: Any, v: Any, other: Any = None) -> IterValue:
     """``it.zip(other)``: pairs ``(x, y)`` with the items of ``iter(other)``, up to the
     shorter one."""
@@ -519,6 +540,7 @@ def iter__zip(thread: Any, v: Any, other: Any = None) -> IterValue:
 
 
 @method(_BOTH, "enumerate")
+@_range_aware
 def iter__enumerate(thread: Any, v: Any) -> IterValue:
     """``it.enumerate()``: pairs ``(index, item)`` from 0."""
     up = make_iter(v)
@@ -528,6 +550,7 @@ def iter__enumerate(thread: Any, v: Any) -> IterValue:
 
 
 @method(_BOTH, "chain")
+@_range_aware
 def iter__chain(thread: Any, v: Any, other: Any = None) -> IterValue:
     """``it.chain(other)``: the items of ``it`` then those of ``iter(other)``."""
     up = make_iter(v)
@@ -538,6 +561,7 @@ def iter__chain(thread: Any, v: Any, other: Any = None) -> IterValue:
 
 
 @method(_BOTH, "chunks")
+@_range_aware
 def iter__chunks(thread: Any, v: Any, n: Any = None) -> IterValue:
     """``it.chunks(n)``: lists of ``n`` consecutive items (the last may be shorter)."""
     size = _need_count("chunks", n, positive=True)
@@ -548,6 +572,7 @@ def iter__chunks(thread: Any, v: Any, n: Any = None) -> IterValue:
 
 
 @method(_BOTH, "windows")
+@_range_aware
 def iter__windows(thread: Any, v: Any, n: Any = None) -> IterValue:
     """``it.windows(n)``: sliding windows (lists) of ``n`` items; none when fewer items."""
     size = _need_count("windows", n, positive=True)
@@ -732,3 +757,87 @@ def iter__contains(thread: Any, it: IterValue, x: Any = None) -> Gen:
             return False
         if values_equal(v, x):
             return True
+
+
+# --------------------------------------------------------------- lazy sequences (memo)
+#
+# Combinators on ranges return lazy *sequences*: items are computed on demand (so
+# ``(1 to 10000000).map(f).take(5)`` calls ``f`` five times) and memoized, and the value
+# can be used many times (``let xs = range(n).map(f)`` then ``xs.filter(...)``,
+# ``xs.sort()``, ``len(xs)``). A sequence is an IterValue whose ``memo`` holds the items
+# computed so far and whose ``origin`` is the single-pass pipeline computing the rest;
+# every use reads through a fresh cursor. List methods that iters lack (``sort``,
+# ``join``, ``index_of``...) force the sequence and apply to the resulting list.
+
+#: Lazy combinators whose result over a sequence is again a sequence.
+LAZY_COMBINATORS = frozenset(
+    "map filter flat_map take skip take_while skip_while zip enumerate chain chunks windows".split()
+)
+
+
+def make_sequence(pipeline: IterValue) -> IterValue:
+    """Wrap a single-pass pipeline as a memoizing lazy sequence."""
+    seq = IterValue(None, origin=pipeline)
+    seq.memo = []
+    return seq
+
+
+def sequence_cursor(seq: IterValue) -> IterValue:
+    """A fresh single-pass iter reading ``seq`` from its first item."""
+    return _staged(seq, "memo", pos=0)
+
+
+def _pull_memo(seq: IterValue, st: dict[str, Any]) -> Gen:
+    memo = seq.memo
+    assert memo is not None
+    pos = st["pos"]
+    if pos < len(memo):
+        st["pos"] = pos + 1
+        return (True, memo[pos])
+    if seq.exhausted:
+        return _END
+    ok, v = yield from iter_pull(seq.origin)
+    if not ok:
+        seq.exhausted = True
+        return _END
+    memo.append(v)
+    st["pos"] = pos + 1
+    return (True, v)
+
+
+_STAGE_PULL["memo"] = _pull_memo
+
+
+def force_sequence(seq: IterValue) -> Gen:
+    """All items of a lazy sequence as a new list (computing the missing ones)."""
+    memo = seq.memo
+    assert memo is not None
+    while not seq.exhausted:
+        ok, v = yield from iter_pull(seq.origin)
+        if not ok:
+            seq.exhausted = True
+            break
+        memo.append(v)
+    return list(memo)
+
+
+def sequence_method(thread: Any, seq: IterValue, name: str, args: list[Any]) -> Gen:
+    """Run method ``name`` on a lazy sequence (callback generator; see module notes)."""
+    iter_m = lookup_iter_method(name)
+    if iter_m is not None:
+        cursor = sequence_cursor(seq)
+        if iter_m.callback:
+            result = yield from iter_m.fn(thread, cursor, *args)
+        else:
+            result = iter_m.fn(thread, cursor, *args)
+        if name in LAZY_COMBINATORS and type(result) is IterValue:
+            return make_sequence(result)
+        return result
+    items = yield from force_sequence(seq)
+    return (yield CallRequest(BoundMethod(items, name), list(args)))
+
+
+def lookup_iter_method(name: str) -> Any:
+    from harnpy.stdlib.registry import METHODS
+
+    return METHODS.get("iter", {}).get(name)

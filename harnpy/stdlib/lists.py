@@ -25,8 +25,20 @@ _cmp_key = functools.cmp_to_key(compare)
 
 
 def sort_values(items: list[Any]) -> list[Any]:
-    """Stable sort by the 3.5 ordering (incomparable values compare equal)."""
+    """Stable sort by the 3.5 ordering (incomparable values compare equal).
+
+    Homogeneous lists of ints/floats (without NaN) or of strings use Python's native
+    ordering directly, which agrees with 3.5 there and is much faster."""
+    kinds = {type(x) for x in items}
+    if kinds <= _NUMERIC and not (float in kinds and any(x != x for x in items)):
+        return sorted(items)
+    if kinds == _STR:
+        return sorted(items)
     return sorted(items, key=_cmp_key)
+
+
+_NUMERIC = frozenset({int, float})
+_STR = frozenset({str})
 
 
 def sum_values(items: Any) -> int | float:
