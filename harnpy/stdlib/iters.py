@@ -365,7 +365,7 @@ def to_list(thread: Any, v: Any = None) -> Gen:
     if t is RangeValue:
         return list(v.py_range())
     if t is IterValue:
-        return (yield from pull_all(v))
+        return (yield from pull_all(make_iter(v)))
     return [v]
 
 
