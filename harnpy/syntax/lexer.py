@@ -401,7 +401,8 @@ class _Scanner:
                     if len(s) == width and s in table and pos + width <= end:
                         self.pos = pos + width
                         return self._token(table[s], s, pos, pos + width, line, col)
-            raise self._error(E_UNEXPECTED_CHAR, f"Unexpected character '{c}'", pos)
+            shown = c if c.isprintable() else f"\\u{{{ord(c):04x}}}"
+            raise self._error(E_UNEXPECTED_CHAR, f"Unexpected character '{shown}'", pos)
         return None
 
     def _block_comment(self, pos: int) -> None:

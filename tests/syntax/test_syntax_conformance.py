@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harnpy.syntax import HarnSyntaxError, parse
+from harnpy.syntax import ast as A
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 CORPUS = SHARED / "conformance"
@@ -43,16 +44,43 @@ def error_matches(actual: str, spec: str) -> bool:
     return any(one(ln) for ln in lines) if len(lines) > 1 else one(spec.strip())
 
 
-def test_all_non_syntax_error_files_parse() -> None:
+def span_problems(module: A.Module, src: str) -> list[str]:
+    """Spans that are empty, not nested in their parent's span, or whose line/column
+    numbers disagree with their offsets."""
+    problems = []
+    todo: list[A.Node] = [module]
+    while todo:
+        node = todo.pop()
+        for child in A.children(node):
+            s, p = child.span, node.span
+            first_line_start = src.rfind("\n", 0, s.start) + 1
+            last_line_start = src.rfind("\n", 0, s.end - 1) + 1
+            ok = (
+                p.start <= s.start < s.end <= p.end
+                and (s.line, s.col)
+                == (src.count("\n", 0, s.start) + 1, s.start - first_line_start + 1)
+                and (s.end_line, s.end_col)
+                == (src.count("\n", 0, s.end - 1) + 1, s.end - last_line_start)
+            )
+            if not ok:
+                problems.append(f"{type(child).__name__} {s} in {type(node).__name__} {p}")
+            todo.append(child)
+    return problems
+
+
+def test_all_non_syntax_error_files_parse_with_consistent_spans() -> None:
     files = [p for p in harn_files() if not is_syntax_error_case(p)]
     failures = []
     for path in files:
+        src = path.read_text(encoding="utf-8")
         try:
-            parse(path.read_text(encoding="utf-8"), str(path))
+            module = parse(src, str(path))
         except HarnSyntaxError as exc:
             failures.append(exc.render().splitlines()[0])
+            continue
+        failures.extend(f"{path.name}: {problem}" for problem in span_problems(module, src)[:3])
     assert len(files) > 400
-    assert not failures, f"{len(failures)} of {len(files)} files failed to parse:\n" + "\n".join(
+    assert not failures, f"{len(failures)} failures over {len(files)} files:\n" + "\n".join(
         failures
     )
 

@@ -301,3 +301,15 @@ def test_contextual_words_are_ordinary_names_elsewhere(word: str) -> None:
 
 def test_expression_statement_of_name() -> None:
     assert parse("each").body == (ExprStmt(Name("each")),)
+
+
+def test_simple_interpolated_name_span() -> None:
+    src = 'let a = 1\nlet s = """\n  x ${ a } y\n  """'
+    name = parse(src).body[1].value.parts[1]
+    assert name == Name("a")
+    assert (name.span.line, name.span.col, name.span.end_col) == (3, 8, 8)
+    assert src[name.span.start : name.span.end] == "a"
+
+
+def test_non_printable_unexpected_character_is_escaped() -> None:
+    assert error_of("let x = \x01") == "Unexpected character '\\u{0001}' at 1:9"
