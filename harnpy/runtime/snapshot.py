@@ -236,9 +236,9 @@ class _Encoder:
             }
         if t is IterValue:
             src = v.source
-            if v.stages or (src is not None and type(src) not in _ITER_TYPES):
+            if src is not None and type(src) not in _ITER_TYPES:
                 raise SnapshotError(
-                    f"cannot snapshot a lazy iterator with pending stages (at {path}); "
+                    f"cannot snapshot an iterator over a host stream (at {path}); "
                     "materialise it with .to_list() before the snapshot",
                     "E402",
                 )
@@ -246,6 +246,11 @@ class _Encoder:
                 "$t": "iter",
                 "exhausted": v.exhausted,
                 "source": self.enc(src, f"{path}<iter>") if src is not None else None,
+                "stages": [
+                    [kind, self.enc(dict(state), f"{path}<{kind}>")] for kind, state in v.stages
+                ],
+                "origin": self.enc(v.origin, f"{path}<origin>"),
+                "memo": self.enc(v.memo, f"{path}<memo>") if v.memo is not None else None,
             }
         raise SnapshotError(f"cannot snapshot value at {path}", "E402")
 
@@ -373,7 +378,7 @@ def _children(v: Any) -> Iterator[Any]:
     if t is TaskHandle:
         return iter([v.result])
     if t is IterValue:
-        return iter([v.source])
+        return iter([v.source, v.origin, v.memo, *(st for _, st in v.stages)])
     if t is NativeFrame:
         return iter([v.parent])
     return iter(())
@@ -667,6 +672,10 @@ class _Decoder:
         elif t is IterValue:
             obj.exhausted = raw["exhausted"]
             obj.source = self.dec(raw["source"]) if raw["source"] is not None else None
+            obj.stages = [(kind, self.dec(state)) for kind, state in raw.get("stages", [])]
+            obj.origin = self.dec(raw.get("origin"))
+            memo = raw.get("memo")
+            obj.memo = self.dec(memo) if memo is not None else None
         elif t is _Deferred:
             obj.value = self.dec_tagged(raw, None)
 

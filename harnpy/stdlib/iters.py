@@ -105,7 +105,13 @@ def _range_aware(fn: Callable[..., IterValue]) -> Callable[..., IterValue]:
 
 
 def _pure(it: IterValue) -> bool:
-    return it.source is not None
+    """Whether a combinator may wrap ``it`` in a Python generator pipeline.
+
+    Always False: every stage is kept as data (``stages``) over a list/range iterator
+    source, so that iterators in flight can be snapshotted (see harnpy/runtime/snapshot.py).
+    The ``_gen_*`` helpers remain for sources that are host iterators already.
+    """
+    return False
 
 
 def _drain_source(it: IterValue) -> Iterator[Any]:

@@ -1,0 +1,87 @@
+"""Snapshots of the evaluator, proven across processes (issue: harnpy runs Harn scripts,
+point 4): ``__snapshot_exit`` three calls deep inside a loop, with closures, a generator,
+lazy iterators and dict/list locals alive; ``harnpy run --resume`` in a new process."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import harnpy
+
+PROGRAM = Path(__file__).parent / "programs" / "snapshot_deep.harn"
+
+
+def _setup(tmp_path: Path) -> Path:
+    prog = tmp_path / "prog.harn"
+    shutil.copy(PROGRAM, prog)
+    return prog
+
+
+def test_resume_continues_exactly_after_the_snapshot_call(tmp_path: Path) -> None:
+    prog = _setup(tmp_path)
+    full = harnpy("run", str(prog))
+    assert full.returncode == 0, full.stderr
+    snap = tmp_path / "state.json"
+    first = harnpy("run", str(prog), env={"SNAP": str(snap)})
+    assert first.returncode == 0, first.stderr
+    assert snap.is_file()
+    # the first process printed exactly the lines before the snapshot point
+    full_lines = full.stdout.splitlines()
+    first_lines = first.stdout.splitlines()
+    assert first_lines == full_lines[: len(first_lines)]
+    assert first_lines[-1] == "iter 2: x=c gen=20"
+    resumed = harnpy("run", "--resume", str(snap), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    # the new process prints exactly the rest: nothing before the snapshot runs twice
+    assert resumed.stdout.splitlines() == full_lines[len(first_lines) :]
+
+
+def test_snapshot_is_versioned_json_with_code_references(tmp_path: Path) -> None:
+    prog = _setup(tmp_path)
+    snap = tmp_path / "state.json"
+    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 0
+    doc = json.loads(snap.read_text())
+    assert doc["_type"] == "harnpy_snapshot"
+    assert doc["harnpy_snapshot_version"] == 1
+    (mod,) = doc["modules"]
+    assert mod["role"] == "main" and len(mod["hash"]) == 64
+    text = snap.read_text()
+    assert "pickle" not in text
+    # frames point into code by [module key, node id]; no code is stored
+    assert any(isinstance(r, dict) and r.get("$t") == "frame" for r in doc["heap"])
+    assert (snap.stat().st_mode & 0o777) == 0o600
+
+
+def test_resume_refuses_changed_source_and_keeps_the_snapshot(tmp_path: Path) -> None:
+    prog = _setup(tmp_path)
+    snap = tmp_path / "state.json"
+    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 0
+    before = snap.read_bytes()
+    prog.write_text(prog.read_text().replace("level2 after", "level2 later"))
+    res = harnpy("run", "--resume", str(snap), cwd=tmp_path)
+    assert res.returncode == 2
+    assert "changed since the snapshot was taken" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert snap.read_bytes() == before
+
+
+def test_resume_of_a_damaged_snapshot_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"_type": "harnpy_snapshot", "heap": [')
+    res = harnpy("run", "--resume", str(bad))
+    assert res.returncode == 2
+    assert "not valid JSON" in res.stderr and "Traceback" not in res.stderr
+    assert bad.read_text() == '{"_type": "harnpy_snapshot", "heap": ['
+
+
+def test_snapshot_of_a_host_object_names_the_variable(tmp_path: Path) -> None:
+    prog = tmp_path / "host.harn"
+    prog.write_text(
+        'fn work() {\n  let rng = rng_seed(7)\n  __snapshot_exit("' + str(tmp_path / "s.json") + '")\n}\nwork()\n'
+    )
+    res = harnpy("run", str(prog))
+    assert res.returncode == 1
+    assert "rng" in res.stderr and "host object" in res.stderr
+    assert not (tmp_path / "s.json").exists()
