@@ -42,7 +42,9 @@ def run_once(cmd: list[str]) -> tuple[float, str, int]:
     return time.perf_counter() - t0, p.stdout, p.returncode
 
 
-def compare(cmd_a: list[str], cmd_b: list[str], runs: int) -> tuple[list[float], list[float], str, str]:
+def compare(
+    cmd_a: list[str], cmd_b: list[str], runs: int
+) -> tuple[list[float], list[float], str, str]:
     run_once(cmd_a)
     run_once(cmd_b)
     a_times: list[float] = []
@@ -74,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: programs directory not found: {progs}", file=sys.stderr)
         return 2
     names = args.names or sorted(
-        n[:-5] for n in os.listdir(progs) if n.endswith(".harn") and os.path.exists(os.path.join(progs, n[:-5] + ".py"))
+        n[:-5]
+        for n in os.listdir(progs)
+        if n.endswith(".harn") and os.path.exists(os.path.join(progs, n[:-5] + ".py"))
     )
     failed = False
     print(f"{'program':<20}{'harnpy s':>10}{'python s':>10}{'ratio':>8}{'limit':>8}  ok")

@@ -13,8 +13,13 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 
 
-def harnpy(*args: str, cwd: str | Path | None = None, env: dict[str, str] | None = None,
-           input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def harnpy(
+    *args: str,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m harnpy ARGS`` in a fresh process; returns the completed process."""
     full_env = dict(os.environ)
     full_env.pop("HARNPY_DEBUG", None)

@@ -345,11 +345,11 @@ def generator_yield(gf: Frame, value: Any, nxt: int) -> int:
     if p is None:
         raise RuntimeError("generator resumed without a consumer")
     if p.native:
-        p.pending = item
+        p.pending = item  # type: ignore[union-attr]
     else:
         r = gf.ret_slot
         if r >= 0:
-            p.slots[r] = item
+            p.slots[r] = item  # type: ignore[union-attr]
     return SWITCH
 
 

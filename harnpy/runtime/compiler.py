@@ -431,7 +431,7 @@ class Compiler:
         t = type(st)
         if t is A.ExprStmt:
             self.b.span = st.span
-            ev = self.expr(st.value)
+            ev = self.expr(st.value)  # type: ignore[arg-type]
             slot = self.b.temp()
             self.b.emit(I.op_store, slot, ev)
             return _slot_ev(slot)
@@ -456,7 +456,7 @@ class Compiler:
         v = st.value
         t = type(v)
         if t is A.Call or t is A.MethodCall:
-            self.call(v, target=None)
+            self.call(v, target=None)  # type: ignore[arg-type]
             return
         if t in (A.IfExpr, A.MatchExpr, A.TryExpr):
             self.expr(v, discard=True)
@@ -602,13 +602,17 @@ class Compiler:
         binding = b.lookup_local(name)
         if binding is not None:
             if not binding.mutable:
-                b.emit(I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204"))
+                b.emit(
+                    I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204")
+                )
                 return
             b.emit(I.op_assign_slot_index, binding.slot, key_ev, value_ev, opfn)
             return
         if self._is_global(name):
             if self.ctx.module.global_kinds.get(name) == "let":
-                b.emit(I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204"))
+                b.emit(
+                    I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204")
+                )
                 return
             b.emit(I.op_assign_global_index, self.ctx.module.globals, name, key_ev, value_ev, opfn)
             return
@@ -619,14 +623,18 @@ class Compiler:
         binding = b.lookup_local(name)
         if binding is not None:
             if not binding.mutable:
-                b.emit(I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204"))
+                b.emit(
+                    I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204")
+                )
                 return
             b.emit(I.op_store, binding.slot, ev)
             return
         if self._is_global(name):
             kind = self.ctx.module.global_kinds.get(name)
             if kind in ("let", "fn"):
-                b.emit(I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204"))
+                b.emit(
+                    I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204")
+                )
                 return
             b.emit(_op_store_existing_global, self.ctx.module.globals, name, ev)
             return
@@ -791,7 +799,9 @@ class Compiler:
         b = self.b
         ok_label = Label()
         self.cond_jump(st.cond, ok_label, jump_if=True)
-        msg = self.expr(st.message) if st.message is not None else _const("require condition failed")
+        msg = (
+            self.expr(st.message) if st.message is not None else _const("require condition failed")
+        )
         b.emit(I.op_throw, msg)
         b.place(ok_label)
 
@@ -891,7 +901,9 @@ class Compiler:
             if isinstance(p, str):
                 parts.append(p)
             else:
-                parts.append(self.spill(self.expr(p)) if self._has_later_calls(e, p) else self.expr(p))
+                parts.append(
+                    self.spill(self.expr(p)) if self._has_later_calls(e, p) else self.expr(p)
+                )
         return _interp_ev(parts)
 
     def _has_later_calls(self, e: A.InterpString, p: A.Expr) -> bool:
@@ -927,9 +939,7 @@ class Compiler:
         while p is not None:
             bnd = p.lookup_local(name)
             if bnd is not None:
-                return bnd.kind == "fn" or (
-                    bnd.kind == "capture" and p.parent is not None
-                )
+                return bnd.kind == "fn" or (bnd.kind == "capture" and p.parent is not None)
             p = p.parent
         return False
 
@@ -986,9 +996,9 @@ class Compiler:
                 kev = self.expr(ent.key)  # type: ignore[arg-type]
                 if any(self._suspends_any(x) for x in e.entries[e.entries.index(ent) :]):
                     kev = self.spill(kev)
-                entries.append((1, kev, self._entry_value(e.entries, ent)))
+                entries.append((1, kev, self._entry_value(e.entries, ent)))  # type: ignore[arg-type]
             else:
-                entries.append((0, ent.key, self._entry_value(e.entries, ent)))
+                entries.append((0, ent.key, self._entry_value(e.entries, ent)))  # type: ignore[arg-type]
         if all(k == 0 for k, _, _ in entries):
             pairs = [(key, ev) for _, key, ev in entries]
             return lambda f: {k: ev(f) for k, ev in pairs}
@@ -1350,7 +1360,9 @@ class Compiler:
         return lambda f: StructValue(name, {k: ev(f) for k, ev in fields})  # type: ignore[misc]
 
     def e_Spread(self, e: A.Spread) -> Ev:
-        raise CompileError("spread (...) is only allowed in lists, dicts and call arguments", e.span)
+        raise CompileError(
+            "spread (...) is only allowed in lists, dicts and call arguments", e.span
+        )
 
     # ---- control-flow expressions
 
@@ -1433,25 +1445,35 @@ class Compiler:
             variants = self._enum_variants(p.obj.id)
             if variants is not None:
                 ename, vname = p.obj.id, p.name
-                b.emit(I.op_jump_if_false, lambda f: I.enum_matches(f.slots[val], ename, vname), True, fail)
+                b.emit(
+                    I.op_jump_if_false,
+                    lambda f: I.enum_matches(f.slots[val], ename, vname),
+                    True,
+                    fail,
+                )
                 return
         if t is A.MethodCall and type(p.obj) is A.Name:
             variants = self._enum_variants(p.obj.id)
             if variants is not None:
                 ename, vname = p.obj.id, p.name
-                b.emit(I.op_jump_if_false, lambda f: I.enum_matches(f.slots[val], ename, vname), True, fail)
+                b.emit(
+                    I.op_jump_if_false,
+                    lambda f: I.enum_matches(f.slots[val], ename, vname),
+                    True,
+                    fail,
+                )
                 for i, arg in enumerate(p.args):
                     if type(arg) is A.Name:
                         if arg.id != "_" and bind:
                             slot = b.declare(arg.id, False, "let")
                             b.emit(I.op_store, slot, _enum_field_ev(val, i))
-                    elif not (type(arg) is A.Literal) and not isinstance(arg, A.Node):
+                    elif type(arg) is not A.Literal and not isinstance(arg, A.Node):
                         pass
                     else:
                         sub = b.temp()
                         b.emit(I.op_store, sub, _enum_field_ev(val, i))
                         if type(arg) in (A.DictLit, A.ListLit, A.MethodCall, A.Attribute):
-                            self.pattern_test(arg, sub, fail, bind)
+                            self.pattern_test(arg, sub, fail, bind)  # type: ignore[arg-type]
                         # other non-identifier arguments are ignored (spec 2.6)
                 return
         if t is A.DictLit:
@@ -1838,7 +1860,9 @@ def _dict_general_ev(entries: list[tuple[int, Any, Ev]]) -> Ev:
     return build
 
 
-def _make_closure_ev(code: CodeObject, cap_slots: list[int], module: Any, self_index: int | None) -> Ev:
+def _make_closure_ev(
+    code: CodeObject, cap_slots: list[int], module: Any, self_index: int | None
+) -> Ev:
     n = len(cap_slots)
     if self_index is not None:
 
@@ -1913,7 +1937,9 @@ def _destructure_list_ev(tmp: int, n: int, rest: bool) -> Ev:
     return lambda f: I.destructure_list(f.slots[tmp], n, rest)
 
 
-def _op_store_existing_global(g: dict[str, Any], name: str, ev: Ev, nxt: int) -> Callable[[Frame], int]:
+def _op_store_existing_global(
+    g: dict[str, Any], name: str, ev: Ev, nxt: int
+) -> Callable[[Frame], int]:
     def instr(f: Frame) -> int:
         v = ev(f)
         if name not in g:
@@ -1974,6 +2000,7 @@ def _binop_ev(
 ) -> Ev:
     """Build the ev of a binary operator, with fast paths for int/str operands."""
     if op == "==":
+
         def eq(f: Frame) -> bool:
             a = left(f)
             b = right(f)
@@ -1984,6 +2011,7 @@ def _binop_ev(
 
         return eq
     if op == "!=":
+
         def ne(f: Frame) -> bool:
             a = left(f)
             b = right(f)
@@ -1998,7 +2026,9 @@ def _binop_ev(
     if op == "not_in":
         return lambda f: not ops.contains(right(f), left(f))
     if op == "|":
-        raise CompileError("'|' is only valid between match patterns", lnode.span if lnode else A.NO_SPAN)
+        raise CompileError(
+            "'|' is only valid between match patterns", lnode.span if lnode else A.NO_SPAN
+        )
     fn = _BIN_OPS.get(op)
     if fn is None:
         raise CompileError(f"unknown operator {op}", lnode.span if lnode else A.NO_SPAN)
@@ -2056,6 +2086,7 @@ def _binop_ev(
 
         return sub
     if op == "*":
+
         def mul(f: Frame) -> Any:
             a = left(f)
             b = right(f)
@@ -2087,6 +2118,7 @@ def _compare_ev(op: str, left: Ev, right: Ev, rconst: Any) -> Ev:
     if type(rconst) is int:
         c = rconst
         if op == "<":
+
             def lt_c(f: Frame) -> bool:
                 a = left(f)
                 if type(a) is int:
@@ -2095,6 +2127,7 @@ def _compare_ev(op: str, left: Ev, right: Ev, rconst: Any) -> Ev:
 
             return lt_c
         if op == "<=":
+
             def le_c(f: Frame) -> bool:
                 a = left(f)
                 if type(a) is int:
@@ -2103,6 +2136,7 @@ def _compare_ev(op: str, left: Ev, right: Ev, rconst: Any) -> Ev:
 
             return le_c
         if op == ">":
+
             def gt_c(f: Frame) -> bool:
                 a = left(f)
                 if type(a) is int:

@@ -352,8 +352,8 @@ def run_next_defer(f: Frame, value: Any) -> int:
     """Pop one deferred closure and call it; the frame resumes at its return trampoline."""
     code = f.code
     clo = f.defers.pop()  # type: ignore[union-attr]
-    f.slots[code.defer_slot] = value  # type: ignore[attr-defined]
-    return call_value(f, clo, [], code.defer_discard, code.defer_trampoline)  # type: ignore[attr-defined]
+    f.slots[code.defer_slot] = value  # type: ignore[index]
+    return call_value(f, clo, [], code.defer_discard, code.defer_trampoline)
 
 
 def op_return(ev: Ev) -> Instr:
@@ -370,11 +370,11 @@ def op_return(ev: Ev) -> Instr:
             th.finished = True
             return STOP
         if p.native:
-            p.pending = v
+            p.pending = v  # type: ignore[union-attr]
         else:
             r = f.ret_slot
             if r >= 0:
-                p.slots[r] = v
+                p.slots[r] = v  # type: ignore[union-attr]
         return SWITCH
 
     return instr

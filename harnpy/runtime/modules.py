@@ -126,7 +126,7 @@ def _unwrap(s: A.Stmt) -> A.Stmt:
 
 def pipeline_chain(tree: A.Module, entry: A.PipelineDecl) -> list[A.PipelineDecl]:
     """``entry`` preceded by its ``extends`` ancestors, root first."""
-    by_name = {}
+    by_name: dict[str, A.PipelineDecl] = {}
     for s in tree.body:
         s = _unwrap(s)
         if type(s) is A.PipelineDecl:
@@ -179,6 +179,4 @@ def collect_enums(tree: A.Module) -> dict[str, dict[str, int]]:
 
 def syntax_error(path: str, source: str, message: str, span: A.Span, code: str) -> DiagnosticError:
     """A static error as a DiagnosticError with location and caret."""
-    return DiagnosticError(
-        [Diagnostic(code, message, path, span.line, span.col, source=source)]
-    )
+    return DiagnosticError([Diagnostic(code, message, path, span.line, span.col, source=source)])

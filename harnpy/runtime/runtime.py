@@ -18,7 +18,7 @@ from typing import Any
 
 from harnpy.runtime import modules as M
 from harnpy.runtime.code import CodeObject
-from harnpy.runtime.compiler import Compiler, CompileError, ModuleContext
+from harnpy.runtime.compiler import CompileError, Compiler, ModuleContext
 from harnpy.runtime.errors import HarnError, plain_error
 from harnpy.runtime.modules import ModuleInstance
 from harnpy.runtime.thread import DEFAULT_MAX_DEPTH, Thread
@@ -52,8 +52,8 @@ class Runtime:
     def __init__(
         self,
         argv: list[str] | None = None,
-        stdout: Callable[[str], None] | None = None,
-        stderr: Callable[[str], None] | None = None,
+        stdout: Callable[[str], Any] | None = None,
+        stderr: Callable[[str], Any] | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         from harnpy.stdlib import load_all
@@ -119,9 +119,10 @@ class Runtime:
     def make_tool(self, spec: dict[str, Any], handler: Closure) -> Any:
         """Value bound to a ``tool`` declaration: callable like its handler (the agents
         layer reads the spec from ``tool_registry``)."""
-        tools = getattr(self, "declared_tools", None)
+        tools: dict[str, Any] | None = getattr(self, "declared_tools", None)
         if tools is None:
-            tools = self.declared_tools = {}
+            tools = {}
+            self.declared_tools = tools
         tools[spec["name"]] = {**spec, "handler": handler}
         return handler
 
@@ -244,7 +245,9 @@ class Runtime:
             if not self.restoring:
                 self._bind_names(mod, lib, names, s)
 
-    def _bind_names(self, mod: ModuleInstance, lib: ModuleInstance, names: list[str], s: Any) -> None:
+    def _bind_names(
+        self, mod: ModuleInstance, lib: ModuleInstance, names: list[str], s: Any
+    ) -> None:
         for name in names:
             value = lib.exports.get(name, lib.globals.get(name))
             existing = mod.globals.get(name)
@@ -350,7 +353,7 @@ def export_names(lib: ModuleInstance) -> list[str]:
     return names + [n for n in lib.pub_reexports if n not in names]
 
 
-def _stdout_writer() -> Callable[[str], None]:
+def _stdout_writer() -> Callable[[str], Any]:
     w = sys.stdout.write
     return w
 

@@ -61,7 +61,7 @@ SNAPSHOT_TYPE = "harnpy_snapshot"
 #: Default cap on a snapshot file (lifecycle spec: snapshots are limited to 4 MiB).
 MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024
 
-_LIST_ITER = type(iter([]))
+_LIST_ITER: type = type(iter([]))
 _RANGE_ITER = type(iter(range(0)))
 _EMPTY_TUPLE_ITER = type(iter(()))
 
@@ -281,11 +281,22 @@ class _Encoder:
             red = v.__reduce__()
             items = list(red[1][0]) if red[1] else []
             pos = red[2] if len(red) > 2 else 0
-            return {"$t": "list_iter", "items": self.enc(red[1][0] if red[1] else [], path), "pos": pos, "n": len(items)}
+            return {
+                "$t": "list_iter",
+                "items": self.enc(red[1][0] if red[1] else [], path),
+                "pos": pos,
+                "n": len(items),
+            }
         if t is _RANGE_ITER:
             red = v.__reduce__()
             r = red[1][0]
-            return {"$t": "range_iter", "start": r.start, "stop": r.stop, "step": r.step, "pos": red[2]}
+            return {
+                "$t": "range_iter",
+                "start": r.start,
+                "stop": r.stop,
+                "step": r.step,
+                "pos": red[2],
+            }
         if v is MISSING:
             return {"$t": "missing"}
         if v is UNBOUND:
@@ -310,7 +321,12 @@ class _Encoder:
 
     def enc_error(self, e: BaseException, path: str) -> Any:
         if isinstance(e, HarnThrow):
-            return {"$t": "error", "kind": "throw", "value": self.enc(e.value, path), "code": e.code}
+            return {
+                "$t": "error",
+                "kind": "throw",
+                "value": self.enc(e.value, path),
+                "code": e.code,
+            }
         if isinstance(e, HarnError):
             return {"$t": "error", "kind": "runtime", "message": e.message, "code": e.code}
         raise SnapshotError(f"cannot snapshot a pending Python exception at {path}", "E402")
@@ -736,7 +752,7 @@ def _dec_list_iter(d: _Decoder, v: dict[str, Any]) -> Any:
 
 
 def _dec_range_iter(d: _Decoder, v: dict[str, Any]) -> Any:
-    it = iter(range(v["start"], v["stop"], v["step"]))
+    it: Any = iter(range(v["start"], v["stop"], v["step"]))
     if v["pos"]:
         it.__setstate__(v["pos"])
     return it

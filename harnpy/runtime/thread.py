@@ -43,7 +43,7 @@ class Thread:
         name: human-readable label (``"main"``, ``"task 3"``, a worker id).
     """
 
-    def __init__(self, runtime: Any, name: str = "main", out: Callable[[str], None] | None = None):
+    def __init__(self, runtime: Any, name: str = "main", out: Callable[[str], Any] | None = None):
         self.runtime = runtime
         self.name = name
         self.frame: Frame | NativeFrame | None = None

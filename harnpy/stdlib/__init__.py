@@ -25,8 +25,12 @@ def load_all() -> None:
     import harnpy.stdlib.runtime_builtins  # noqa: F401
     import harnpy.stdlib.schema  # noqa: F401
     import harnpy.stdlib.sets  # noqa: F401
+    import harnpy.stdlib.shared  # noqa: F401
     import harnpy.stdlib.stdmodules  # noqa: F401
     import harnpy.stdlib.strings  # noqa: F401
+    import harnpy.stdlib.supervisors  # noqa: F401
+    import harnpy.stdlib.sync  # noqa: F401
+    import harnpy.stdlib.task_context  # noqa: F401
     import harnpy.stdlib.templates  # noqa: F401
     import harnpy.stdlib.timelib  # noqa: F401
     import harnpy.stdlib.tracing  # noqa: F401

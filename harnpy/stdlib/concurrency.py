@@ -50,6 +50,100 @@ def start_thread(runtime: Any, fn: Any, args: list[Any], name: str, out: Any = N
     return th
 
 
+class TaskRun:
+    """One task started by :func:`launch`: its thread, buffered output and outcome.
+
+    ``done`` turns true exactly once, when the task returned (``result``), failed
+    (``error``) or was killed (``killed``); ``output`` is the text it printed.
+    """
+
+    __slots__ = ("thread", "buf", "done", "result", "error", "killed")
+
+    def __init__(self) -> None:
+        self.thread: Any = None
+        self.buf: list[str] = []
+        self.done = False
+        self.result: Any = None
+        self.error: HarnError | None = None
+        self.killed = False
+
+    @property
+    def output(self) -> str:
+        return "".join(self.buf)
+
+
+def launch(
+    parent: Any,
+    fn: Any,
+    args: list[Any],
+    *,
+    name: str,
+    ctx: dict[str, Any] | None = None,
+    token: Any = None,
+    on_done: Any = None,
+) -> TaskRun:
+    """Start ``fn(*args)`` as a new scheduled thread (child task of thread ``parent``).
+
+    ``ctx`` is the child's runtime-context record (see :mod:`harnpy.stdlib.task_context`;
+    default: a copy of the parent's), ``token`` its cancel token (default: new).
+    ``on_done(run)`` is called once when the task ends (also when it is killed with
+    :func:`kill_task`); it may run synchronously when ``fn`` is a builtin.
+    Raises a type error when ``fn`` is not callable.
+    """
+    from harnpy.stdlib import task_context as tc
+
+    run = TaskRun()
+    rt = parent.runtime
+    th = start_thread(rt, fn, args, name, out=run.buf.append)
+    run.thread = th
+    if ctx is None:
+        p = tc.context_of(parent)
+        ctx = tc.child_context(parent, p["task_id"], p["task_name"] or "task", p["task_group_id"])
+    tc.install(th, ctx, token)
+
+    def finished(result: Any, error: HarnError | None) -> None:
+        if run.done:
+            return
+        run.done = True
+        run.result = result
+        run.error = error
+        if on_done is not None:
+            on_done(run)
+
+    th.on_done = finished
+    if th.finished:
+        finished(th.result, None)
+    else:
+        rt.scheduler.add(th)
+    return run
+
+
+def kill_thread(runtime: Any, th: Any) -> None:
+    """Stop thread ``th`` at once (it never runs again); its ``on_done`` is not called."""
+    sched = runtime.scheduler
+    if th in sched.ready:
+        sched.ready.remove(th)
+    sched.blocked.discard(th)
+    th.on_done = None
+    th.frame = None
+    th.finished = True
+    th.blocked_on = None
+
+
+def kill_task(run: TaskRun) -> bool:
+    """Stop a task started by :func:`launch`; True when it was still running. Its
+    ``on_done`` is called with ``run.killed`` set."""
+    if run.done:
+        return False
+    th = run.thread
+    cb = getattr(th, "on_done", None)
+    kill_thread(th.runtime, th)
+    run.killed = True
+    if cb is not None:
+        cb(None, None)
+    return True
+
+
 def _ms(v: Any, what: str) -> float:
     if type(v) is Duration:
         return float(v.ms)
@@ -71,27 +165,50 @@ class _Task:
 
 @builtin("__spawn")
 def spawn_(thread: Any, body: Any) -> TaskHandle:
-    """``spawn { body }``: start ``body`` as a task; returns its handle."""
+    """``spawn { body }``: start ``body`` as a task; returns its handle. The task's
+    runtime context is a child of the caller's (``<parent>:spawn:<n>``)."""
+    from harnpy.stdlib import task_context as tc
+
     rt = thread.runtime
     rt.task_counter = getattr(rt, "task_counter", 0) + 1
-    buf: list[str] = []
-    th = start_thread(rt, body, [], f"task {rt.task_counter}", out=buf.append)
-    h = TaskHandle(rt.task_counter, th)
-    task = _Task(h)
+    n = tc.next_child_number(thread, "spawn")
+    parent = tc.context_of(thread)
+    ctx = tc.child_context(
+        thread, f"{parent['task_id']}:spawn:{n}", "spawn", parent["task_group_id"]
+    )
+    holder: list[TaskHandle] = []
 
-    def on_done(result: Any, error: HarnError | None) -> None:
+    def on_done(run: TaskRun) -> None:
+        h = holder[0]
         h.done = True
-        h.result = result
-        h.error = error
-        h.output = "".join(buf)
-        for w in task.joiners:
+        h.result = run.result
+        h.error = run.error
+        h.output = run.output
+        for w in h.thread.task.joiners:
             w.wake(None)
-        task.joiners.clear()
+        h.thread.task.joiners.clear()
 
-    th.on_done = on_done
-    th.task = task
+    # the handle must exist before the task can finish (a builtin body ends at once)
+    run = TaskRun()
+    th = start_thread(rt, body, [], f"task {rt.task_counter}", out=run.buf.append)
+    run.thread = th
+    tc.install(th, ctx)
+    h = TaskHandle(rt.task_counter, th)
+    holder.append(h)
+    th.task = _Task(h)
+    th.task_run = run
+
+    def finished(result: Any, error: HarnError | None) -> None:
+        if run.done:
+            return
+        run.done = True
+        run.result = result
+        run.error = error
+        on_done(run)
+
+    th.on_done = finished
     if th.finished:
-        on_done(th.result, None)
+        finished(th.result, None)
     else:
         rt.scheduler.add(th)
     return h
@@ -122,27 +239,39 @@ def await_(thread: Any, h: Any = None) -> Gen:
 
 @builtin("cancel")
 def cancel(thread: Any, h: Any = None) -> bool:
-    """``cancel(handle)``: stop a task that has not finished; returns true if it was live."""
+    """``cancel(handle)``: stop a task that has not finished; returns true if it was live.
+    Its waiters resume (``await`` then gives nil)."""
+    from harnpy.stdlib import task_context as tc
+
     if type(h) is not TaskHandle or h.done:
         return False
     h.cancelled = True
     h.done = True
     th = h.thread
-    sched = thread.runtime.scheduler
-    if th in sched.ready:
-        sched.ready.remove(th)
-    sched.blocked.discard(th)
-    th.frame = None
-    th.finished = True
+    tc.cancel_token(th).cancelled = True
+    kill_thread(thread.runtime, th)
     for w in th.task.joiners:
         w.wake(None)
+    th.task.joiners.clear()
     return True
 
 
 @builtin("is_cancelled")
 def is_cancelled(thread: Any, h: Any = None) -> bool:
-    """True when ``h`` is a task handle that was cancelled."""
+    """``is_cancelled(handle)``: true when the task was cancelled. ``is_cancelled()``: true
+    once the running task was asked to stop (``cancel``, ``supervisor_stop``)."""
+    if h is None:
+        from harnpy.stdlib.task_context import is_cancel_requested
+
+        return is_cancel_requested(thread)
     return type(h) is TaskHandle and h.cancelled
+
+
+@builtin("yield_now", callback=True)
+def yield_now(thread: Any) -> Gen:
+    """``yield_now()``: let every other ready task run before this one continues."""
+    yield Block(lambda w: w.wake(None), "yield_now")
+    return None
 
 
 @builtin("sleep", callback=True)
@@ -174,7 +303,37 @@ def _channel_state(ch: Channel, rt: Any) -> dict[str, list[Waker]]:
     st = waits.get(id(ch))
     if st is None:
         st = waits[id(ch)] = {"recv": [], "send": []}
-    return st  # type: ignore[no-any-return]
+    return st  # type: ignore[no-any-return,return-value]
+
+
+def _wake_one(waiters: list[Any]) -> None:
+    """Wake the first waiter that still waits (skipping ones already woken elsewhere, e.g.
+    by another case of a ``select``, and ones of killed threads)."""
+    while waiters:
+        w = waiters.pop(0)
+        if w.done:
+            continue
+        th = w.thread if hasattr(w, "thread") else w.frame.thread
+        if th.finished:
+            continue
+        w.wake(None)
+        return
+
+
+def channel_push(runtime: Any, ch: Channel, value: Any) -> None:
+    """Queue ``value`` on ``ch`` without waiting (ignores capacity); wakes one receiver."""
+    ch.items.append(value)
+    _wake_one(_channel_state(ch, runtime)["recv"])
+
+
+def channel_close(runtime: Any, ch: Channel) -> None:
+    """Close ``ch``: waiting receivers get nil (once drained), waiting senders get false."""
+    ch.closed = True
+    st = _channel_state(ch, runtime)
+    for w in st["recv"] + st["send"]:
+        w.wake(None)
+    st["recv"].clear()
+    st["send"].clear()
 
 
 @builtin("channel")
@@ -197,31 +356,38 @@ def _need_channel(ch: Any) -> Channel:
 
 @builtin("send", callback=True)
 def send(thread: Any, ch: Any = None, value: Any = None) -> Gen:
-    """``send(ch, v)``: queue ``v``; blocks while a bounded channel is full."""
+    """``send(ch, v)``: queue ``v``; blocks while a bounded channel is full. Returns true,
+    or false when the channel is (or gets) closed."""
     c = _need_channel(ch)
     if c.closed:
-        raise runtime_error(f"send on closed channel {c.name}")
+        return False
     st = _channel_state(c, thread.runtime)
     while c.capacity is not None and len(c.items) >= c.capacity:
         yield Block(lambda w: st["send"].append(w), f"send on {c.name}")
+        if c.closed:
+            return False
     c.items.append(value)
-    if st["recv"]:
-        st["recv"].pop(0).wake(None)
+    _wake_one(st["recv"])
     return True
+
+
+def receive_item(thread: Any, c: Channel) -> Gen:
+    """Wait for the next message of ``c``: ``(True, message)``, or ``(False, None)`` once
+    the channel is closed and drained."""
+    st = _channel_state(c, thread.runtime)
+    while not c.items:
+        if c.closed:
+            return False, None
+        yield Block(lambda w: st["recv"].append(w), f"receive on {c.name}")
+    v = c.items.pop(0)
+    _wake_one(st["send"])
+    return True, v
 
 
 @builtin("receive", callback=True)
 def receive(thread: Any, ch: Any = None) -> Gen:
     """``receive(ch)``: next message, waiting for one; nil once closed and drained."""
-    c = _need_channel(ch)
-    st = _channel_state(c, thread.runtime)
-    while not c.items:
-        if c.closed:
-            return None
-        yield Block(lambda w: st["recv"].append(w), f"receive on {c.name}")
-    v = c.items.pop(0)
-    if st["send"]:
-        st["send"].pop(0).wake(None)
+    _, v = yield from receive_item(thread, _need_channel(ch))
     return v
 
 
@@ -232,21 +398,14 @@ def try_receive(thread: Any, ch: Any = None) -> Any:
     if not c.items:
         return None
     v = c.items.pop(0)
-    st = _channel_state(c, thread.runtime)
-    if st["send"]:
-        st["send"].pop(0).wake(None)
+    _wake_one(_channel_state(c, thread.runtime)["send"])
     return v
 
 
 @builtin("close_channel")
 def close_channel(thread: Any, ch: Any = None) -> None:
     """``close_channel(ch)``: no more sends; waiting receivers get nil."""
-    c = _need_channel(ch)
-    c.closed = True
-    st = _channel_state(c, thread.runtime)
-    for w in st["recv"]:
-        w.wake(None)
-    st["recv"].clear()
+    channel_close(thread.runtime, _need_channel(ch))
 
 
 @method("channel", "iter")
@@ -264,9 +423,7 @@ def channel_next_for(thread: Any, f: Any, ch: Channel, var_slot: int, end: int, 
 
     if ch.items:
         f.slots[var_slot] = ch.items.pop(0)
-        st = _channel_state(ch, thread.runtime)
-        if st["send"]:
-            st["send"].pop(0).wake(None)
+        _wake_one(_channel_state(ch, thread.runtime)["send"])
         return nxt
     if ch.closed:
         return end
@@ -277,6 +434,7 @@ def channel_next_for(thread: Any, f: Any, ch: Channel, var_slot: int, end: int, 
     class _Retry:
         def __init__(self) -> None:
             self.done = False
+            self.thread = thread
 
         def wake(self, value: Any = None) -> None:
             if not self.done:
@@ -365,45 +523,180 @@ def select_(thread: Any, cases: list[dict[str, Any]]) -> Gen:
             ch: Channel = c["value"]
             if ch.items:
                 v = ch.items.pop(0)
+                _wake_one(_channel_state(ch, thread.runtime)["send"])
                 return (yield CallRequest(c["body"], [v]))
         if default is not None:
             return (yield CallRequest(default["body"], []))
         if all(c["value"].closed for c in recv) and recv and timeout is None:
             return None
-        fired = {"timeout": False}
 
         def register(w: Waker) -> None:
             for c in recv:
                 _channel_state(c["value"], thread.runtime)["recv"].append(w)
             if deadline is not None:
-
-                def on_timeout() -> None:
-                    fired["timeout"] = True
-                    w.wake(None)
-
-                sched.at(deadline, on_timeout)
+                sched.at(deadline, lambda: w.wake(None))
 
         yield Block(register, "select")
-        if fired["timeout"] and not any(c["value"].items for c in recv):
+        if (
+            deadline is not None
+            and thread.runtime.clock.monotonic_ms() >= deadline
+            and not any(c["value"].items for c in recv)
+        ):
             assert timeout is not None
             return (yield CallRequest(timeout["body"], []))
 
 
 @builtin("parallel_race", callback=True)
 def parallel_race(thread: Any, items: Any = None, fn: Any = None) -> Gen:
-    """``parallel_race(items, f)``: the first result of ``f(item)`` that does not throw
-    (items are tried in order; the last error is rethrown when all fail)."""
+    """``parallel_race(items, f)``: run ``f(item)`` for every item concurrently; the first
+    call to finish without failing wins and the others are cancelled. A call fails when it
+    throws or returns ``Err``; a winning ``Ok(v)`` gives ``v``. When every call fails, the
+    last failure is thrown again (``Err(v)`` throws ``v``). Empty list: nil."""
+    from harnpy.runtime.values import EnumValue
+    from harnpy.stdlib import task_context as tc
+
     if type(items) is not list:
         raise type_error(f"parallel_race: expected a list, got {type_name(items)}")
-    last: HarnError | None = None
-    for x in items:
-        try:
-            return (yield CallRequest(fn, [x]))
-        except HarnError as e:
-            last = e
-    if last is not None:
-        raise last
+    if not items:
+        return None
+    g = tc.next_child_number(thread, "race")
+    parent = tc.context_of(thread)
+    group = f"{parent['task_id']}:race:{g}"
+    state: dict[str, Any] = {"winner": None, "failures": 0, "last": None, "waker": None}
+    runs: list[TaskRun] = []
+
+    def on_done(run: TaskRun) -> None:
+        if run.killed or state["winner"] is not None:
+            return
+        v = run.result
+        if run.error is not None:
+            state["failures"] += 1
+            state["last"] = run.error
+        elif type(v) is EnumValue and v.enum == "Result" and v.variant == "Err":
+            state["failures"] += 1
+            state["last"] = HarnThrow(v.fields[0] if v.fields else None)
+        else:
+            state["winner"] = run
+        w = state["waker"]
+        if w is not None and (state["winner"] is not None or state["failures"] == len(items)):
+            w.wake(None)
+
+    for i, x in enumerate(items):
+        ctx = tc.child_context(thread, f"{group}:{i}", "race", group)
+        runs.append(launch(thread, fn, [x], name=f"{group}:{i}", ctx=ctx, on_done=on_done))
+        if state["winner"] is not None:
+            break
+
+    def register(w: Waker) -> None:
+        state["waker"] = w
+        if state["winner"] is not None or state["failures"] == len(items):
+            w.wake(None)
+
+    if state["winner"] is None and state["failures"] < len(items):
+        yield Block(register, "parallel_race")
+    for r in runs:
+        if not r.done:
+            tc.cancel_token(r.thread).cancelled = True
+            kill_task(r)
+    win: TaskRun | None = state["winner"]
+    if win is None:
+        raise state["last"]
+    if win.output:
+        thread.write_out(win.output)
+    v = win.result
+    if type(v) is EnumValue and v.enum == "Result" and v.variant == "Ok":
+        return v.fields[0] if v.fields else None
+    return v
+
+
+# ------------------------------------------------------------ channel selection
+
+
+def _select_result(i: int, ch: Channel, v: Any) -> dict[str, Any]:
+    return {"index": i, "value": v, "channel": ch.name}
+
+
+def _poll(thread: Any, chans: list[Channel]) -> tuple[dict[str, Any] | None, bool]:
+    """First ready channel's message as a select result, and whether all are closed."""
+    for i, ch in enumerate(chans):
+        if ch.items:
+            v = ch.items.pop(0)
+            _wake_one(_channel_state(ch, thread.runtime)["send"])
+            return _select_result(i, ch, v), False
+    return None, all(ch.closed for ch in chans)
+
+
+def _select_wait(thread: Any, chans: list[Channel], deadline: float | None) -> Gen:
+    """Wait for a message on any of ``chans``; returns ``(result, all_closed)`` where the
+    result is None on timeout."""
+    sched = thread.runtime.scheduler
+    clock = thread.runtime.clock
+    while True:
+        found, closed = _poll(thread, chans)
+        if found is not None or closed:
+            return found, closed
+        if deadline is not None and clock.monotonic_ms() >= deadline:
+            return None, False
+
+        def register(w: Waker) -> None:
+            for ch in chans:
+                _channel_state(ch, thread.runtime)["recv"].append(w)
+            if deadline is not None:
+                sched.at(deadline, lambda: w.wake(None))
+
+        yield Block(register, "select")
+
+
+def _channel_list(v: Any, what: str) -> list[Channel]:
+    if type(v) is not list:
+        raise HarnThrow(f"{what}: first argument must be a list of channels")
+    for c in v:
+        if type(c) is not Channel:
+            raise HarnThrow(f"{what}: channel list must contain only channels")
+    return list(v)
+
+
+def _timeout_ms(v: Any) -> float | None:
+    if type(v) is dict:
+        v = v.get("timeout_ms", v.get("max_wait_ms"))
+    if type(v) is Duration:
+        return max(0.0, float(v.ms))
+    if type(v) in (int, float):
+        return max(0.0, float(v))
     return None
+
+
+@builtin("channel_select", callback=True)
+def channel_select(thread: Any, channels: Any = None, timeout: Any = None) -> Gen:
+    """``channel_select(channels, timeout_ms?)``: the first message of any channel as
+    ``{index, value, channel}`` (channel = its name); nil on timeout or when every channel
+    is closed and drained. Without a timeout it waits as long as needed."""
+    chans = _channel_list(channels, "channel_select")
+    ms = _timeout_ms(timeout)
+    deadline = None if ms is None else thread.runtime.clock.monotonic_ms() + ms
+    found, _ = yield from _select_wait(thread, chans, deadline)
+    return found
+
+
+@builtin("select", callback=True)
+def select_fn(thread: Any, *channels: Any) -> Gen:
+    """``select(ch1, ch2, ...)``: wait for a message on any channel; ``{index, value,
+    channel}``, or ``{index: -1, value: nil, channel: nil}`` once all are closed."""
+    if not channels:
+        raise HarnThrow("select: requires at least one channel")
+    for c in channels:
+        if type(c) is not Channel:
+            raise HarnThrow("select: all arguments must be channels")
+    found, _ = yield from _select_wait(thread, list(channels), None)
+    return found if found is not None else {"index": -1, "value": None, "channel": None}
+
+
+@builtin("channel_is_closed")
+def channel_is_closed(thread: Any, ch: Any = None) -> bool:
+    """``channel_is_closed(ch)``: true once ``close_channel`` was called on it."""
+    if type(ch) is not Channel:
+        raise HarnThrow("channel_is_closed: first argument must be a channel")
+    return ch.closed
 
 
 _ = (HarnThrow, plain_error)

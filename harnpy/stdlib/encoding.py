@@ -15,7 +15,6 @@ import os
 from typing import Any
 
 from harnpy._lazy import lazy_module
-
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.registry import builtin
 

@@ -13,15 +13,14 @@ import datetime as _dt
 from typing import Any
 
 from harnpy._lazy import lazy_module
-
-tomllib = lazy_module("tomllib")
-tomli_w = lazy_module("tomli_w")
-yaml = lazy_module("yaml")
-
 from harnpy.runtime.display import display
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.jsonlib import from_json_data, to_json_data
 from harnpy.stdlib.registry import builtin
+
+tomllib = lazy_module("tomllib")
+tomli_w = lazy_module("tomli_w")
+yaml = lazy_module("yaml")
 
 
 def _plain(obj: Any) -> Any:

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from harnpy._lazy import lazy_module
-
 from harnpy.runtime.values import HSet, err, ok
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.registry import builtin

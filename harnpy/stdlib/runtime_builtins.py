@@ -11,7 +11,16 @@ from collections.abc import Generator as PyGenerator
 from typing import Any
 
 from harnpy.runtime.errors import HarnError, HarnThrow, SnapshotExit, plain_error, runtime_error
-from harnpy.runtime.values import CallRequest, Duration, RangeValue, err, ok, type_name
+from harnpy.runtime.scheduler import Block, Waker
+from harnpy.runtime.values import (
+    CallRequest,
+    Duration,
+    HostObject,
+    RangeValue,
+    err,
+    ok,
+    type_name,
+)
 from harnpy.stdlib.registry import builtin
 
 
@@ -73,42 +82,142 @@ def deadline_(thread: Any, duration: Any, body: Any) -> PyGenerator[Any, Any, An
     return value
 
 
+def _parallel_items(mode: str, value: Any) -> list[Any]:
+    if mode.startswith("count"):
+        if type(value) is not int:
+            raise runtime_error(f"parallel count must be an int, got {type_name(value)}")
+        return list(range(value))
+    if type(value) is list:
+        return list(value)
+    if type(value) is RangeValue:
+        return list(value.py_range())
+    from harnpy.runtime.instrs import iterate_source
+
+    src = iterate_source(value)
+    return list(src) if hasattr(src, "__next__") else []
+
+
+class _Group:
+    """The branches of one ``parallel`` expression: which are running, which finished (in
+    completion order), and who waits for the next completion."""
+
+    def __init__(self, thread: Any, body: Any, items: list[Any], limit: int, group: str):
+        self.thread = thread
+        self.body = body
+        self.items = items
+        self.limit = limit
+        self.group = group
+        self.runs: list[Any] = [None] * len(items)
+        self.next_index = 0
+        self.completed: list[int] = []  # indexes in completion order
+        self.delivered = 0  # completions handed to a stream consumer
+        self.waker: Waker | None = None
+
+    def start_more(self) -> None:
+        """Start branches in index order while fewer than ``limit`` are running."""
+        from harnpy.stdlib import task_context as tc
+        from harnpy.stdlib.concurrency import launch
+
+        while self.next_index < len(self.items) and self.running() < self.limit:
+            i = self.next_index
+            self.next_index += 1
+            ctx = tc.child_context(self.thread, f"{self.group}:{i}", "parallel", self.group)
+            self.runs[i] = launch(
+                self.thread,
+                self.body,
+                [self.items[i]],
+                name=f"{self.group}:{i}",
+                ctx=ctx,
+                on_done=lambda run, i=i: self.finished(i),
+            )
+
+    def running(self) -> int:
+        return sum(1 for r in self.runs if r is not None and not r.done)
+
+    def finished(self, i: int) -> None:
+        self.completed.append(i)
+        self.start_more()
+        w, self.waker = self.waker, None
+        if w is not None:
+            w.wake(None)
+
+    def wait(self, ready: Any) -> PyGenerator[Any, Any, None]:
+        """Block the calling thread until ``ready()`` holds."""
+        while not ready():
+
+            def register(w: Waker) -> None:
+                self.waker = w
+
+            yield Block(register, f"parallel group {self.group}")
+
+
 @builtin("__parallel", callback=True)
 def parallel_(
     thread: Any, mode: str, value: Any, body: Any, limit: Any = None
 ) -> PyGenerator[Any, Any, Any]:
-    """``parallel``/``parallel each``/``parallel settle`` run sequentially in index order
-    (spec 3.16 allows it when results and output order match)."""
-    if mode.startswith("count"):
-        if type(value) is not int:
-            raise runtime_error(f"parallel count must be an int, got {type_name(value)}")
-        items: list[Any] = list(range(value))
-    elif type(value) is list:
-        items = list(value)
-    elif type(value) is RangeValue:
-        items = list(value.py_range())
-    else:
-        from harnpy.runtime.instrs import iterate_source
+    """``parallel n``/``parallel each``/``parallel settle`` (spec 3.16): every branch runs
+    as a task of its own (at most ``max_concurrent`` at once, started in index order).
+    Results are in input order; the branches' output is written in input order once all
+    are done. A failing branch's error (the lowest index) is rethrown after every branch
+    ended; ``settle`` collects ``Ok``/``Err`` instead. ``... as stream`` returns at once a
+    stream of the results in completion order."""
+    from harnpy.stdlib import task_context as tc
 
-        src = iterate_source(value)
-        items = list(src) if hasattr(src, "__next__") else []
+    items = _parallel_items(mode, value)
+    cap = limit if type(limit) is int and limit > 0 else max(1, len(items))
+    g = tc.next_child_number(thread, "parallel")
+    group_id = f"{tc.context_of(thread)['task_id']}:parallel:{g}"
+    grp = _Group(thread, body, items, cap, group_id)
+    grp.start_more()
+    if mode.endswith("_stream"):
+        return (
+            yield CallRequest(_task_stream_fn(thread.runtime), [HostObject("parallel_stream", grp)])
+        )
+    yield from grp.wait(lambda: len(grp.completed) == len(items))
+    for r in grp.runs:
+        if r.output:
+            thread.write_out(r.output)
     if mode.startswith("settle"):
         results = []
         succeeded = failed = 0
-        for x in items:
-            try:
-                r = yield CallRequest(body, [x])
-                results.append(ok(r))
-                succeeded += 1
-            except HarnError as e:
-                results.append(err(e.message))
+        for r in grp.runs:
+            if r.error is not None:
+                results.append(err(r.error.message))
                 failed += 1
+            else:
+                results.append(ok(r.result))
+                succeeded += 1
         return {"results": results, "succeeded": succeeded, "failed": failed}
-    out = []
-    for x in items:
-        out.append((yield CallRequest(body, [x])))
-    if mode.endswith("_stream"):
-        from harnpy.runtime.values import IterValue
+    for r in grp.runs:
+        if r.error is not None:
+            raise r.error
+    return [r.result for r in grp.runs]
 
-        return IterValue(iter(out))
-    return out
+
+def _task_stream_fn(runtime: Any) -> Any:
+    """The Harn ``gen fn task_stream(src)`` of the bundled helper module (loaded once)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "harn" / "task_streams.harn"
+    mod = runtime.import_module("harnpy/task_streams", path)
+    return mod.globals["task_stream"]
+
+
+@builtin("__task_stream_next", callback=True)
+def task_stream_next(thread: Any, src: Any = None) -> PyGenerator[Any, Any, Any]:
+    """Next result of a ``parallel ... as stream`` group in completion order, as
+    ``{done, value}``; waits for a running branch; rethrows a failed branch's error. The
+    branch's output is written when its result is delivered."""
+    if type(src) is not HostObject or src.kind != "parallel_stream":
+        raise runtime_error("__task_stream_next: expected a parallel stream")
+    grp: _Group = src.obj
+    if grp.delivered >= len(grp.items):
+        return {"done": True, "value": None}
+    yield from grp.wait(lambda: len(grp.completed) > grp.delivered)
+    run = grp.runs[grp.completed[grp.delivered]]
+    grp.delivered += 1
+    if run.output:
+        thread.write_out(run.output)
+    if run.error is not None:
+        raise run.error
+    return {"done": False, "value": run.result}

@@ -27,7 +27,6 @@ import re
 from typing import Any
 
 from harnpy._lazy import lazy_module
-
 from harnpy.runtime.values import StructValue
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.jsonlib import dumps, loads

@@ -13,9 +13,22 @@ are expressions that may also stand as statements.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Union
+from typing import Any, Union, dataclass_transform
 
 
+class _FieldSpec:
+    __slots__ = ("default",)
+
+    def __init__(self, default: Any) -> None:
+        self.default = default
+
+
+def _field(*, default: Any, kw_only: bool = False) -> Any:
+    """Field specifier (``span`` is keyword-only); unwrapped by :class:`_NodeMeta`."""
+    return _FieldSpec(default)
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(_field,))
 class _NodeMeta(type):
     """Builds frozen, slotted record classes from annotations, like
     ``@dataclass(frozen=True, slots=True)`` but without one ``exec`` per class: the
@@ -38,7 +51,8 @@ class _NodeMeta(type):
             defaults.update(getattr(b, "_defaults", {}))
         for f in own:
             if f in ns:
-                defaults[f] = ns.pop(f)
+                d = ns.pop(f)
+                defaults[f] = d.default if isinstance(d, _FieldSpec) else d
         ns["__slots__"] = tuple(f for f in own if f not in inherited)
         ns["_fields"] = tuple(inherited + [f for f in own if f not in inherited])
         ns["_defaults"] = defaults
@@ -124,7 +138,7 @@ NO_SPAN = Span()
 class Node(_Record):
     """Base of all nodes."""
 
-    span: Span = NO_SPAN
+    span: Span = _field(default=NO_SPAN, kw_only=True)
 
 
 # ----------------------------------------------------------------- types

@@ -5,10 +5,14 @@ sibling ``.expected`` file, the run must succeed and its stdout must equal the f
 whitespace of the whole text ignored, as in the conformance runner). With a sibling
 ``.error`` file, the run must fail and its output must contain the file's text. Spec
 language.md 3.18 (modules) and 4.9 (math).
+
+Set ``HARNPY_UPDATE_GOLDENS=1`` to rewrite the ``.expected`` files from the current output
+(review the diff before committing).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +22,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PROGRAMS = sorted(HERE.glob("*.harn"))
+UPDATE = os.environ.get("HARNPY_UPDATE_GOLDENS") == "1"
 
 
 def _run(program: Path) -> subprocess.CompletedProcess[str]:
@@ -45,6 +50,8 @@ def test_program_output_matches_golden(program: Path) -> None:
     expected = program.with_suffix(".expected")
     if expected.exists():
         assert proc.returncode == 0, proc.stderr
+        if UPDATE:
+            expected.write_text(proc.stdout, encoding="utf-8")
         assert proc.stdout.rstrip() == expected.read_text(encoding="utf-8").rstrip()
     else:
         wanted = program.with_suffix(".error").read_text(encoding="utf-8").strip()
