@@ -89,7 +89,8 @@ def test_printing_does_not_consume_and_iters_are_fused(h):
 def test_callback_free_combinators(h, build, shown):
     result = build(h)
     assert isinstance(result, IterValue)
-    assert result.source is not None  # stays a plain Python pipeline
+    # stages are kept as data (snapshot-able), never as Python generators
+    assert result.source is None and result.stages
     assert display(to_list(h, result)) == shown
 
 
