@@ -51,6 +51,50 @@ class Waker:
         self.scheduler.make_ready(self.frame.thread)
 
 
+class ControlWaker:
+    """Resumes a thread blocked inside a *control* builtin (see :func:`block_control`):
+    the value lands in the calling frame's result slot, an error is raised at the call."""
+
+    __slots__ = ("scheduler", "thread", "frame", "target", "done")
+
+    def __init__(self, scheduler: Scheduler, thread: Any, frame: Any, target: int) -> None:
+        self.scheduler = scheduler
+        self.thread = thread
+        self.frame = frame
+        self.target = target
+        self.done = False
+
+    def wake(self, value: Any = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.target >= 0:
+            self.frame.slots[self.target] = value
+        self.scheduler.make_ready(self.thread)
+
+    def fail(self, exc: HarnError) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.thread.pending_error = exc
+        self.scheduler.make_ready(self.thread)
+
+
+def block_control(thread: Any, describe: str) -> ControlWaker:
+    """Block ``thread`` from inside a control builtin; returns the waker to resume it.
+
+    Call it from a ``control=True`` builtin, then return: the call instruction has
+    already saved the frame's resume pc, so the thread's state stays plain data (frames
+    and slots) while it waits — a thread parked this way can be snapshotted.
+    """
+    sched: Scheduler = thread.runtime.scheduler
+    frame = thread.current_frame()
+    waker = ControlWaker(sched, thread, frame, thread.pending_target)
+    thread.blocked_on = describe
+    sched.blocked.add(thread)
+    return waker
+
+
 class Block:
     """Yielded by a callback builtin to block its thread.
 

@@ -57,6 +57,8 @@ class Thread:
         self.out = out if out is not None else runtime.write_out
         self.blocked_on: Any = None
         self.pending_target = -1
+        #: An error to raise at the blocked call when the thread resumes (ControlWaker).
+        self.pending_error: HarnError | None = None
         self.locals: dict[str, Any] = {}
 
     # ---- services used by builtins
@@ -198,6 +200,10 @@ class Thread:
         self.status = "running"
         frame = self.frame
         pc = 0
+        if self.pending_error is not None and frame is not None and not frame.native:
+            exc = self.pending_error
+            self.pending_error = None
+            frame = self._unwind(frame, frame.pc - 1, exc)  # type: ignore[union-attr]
         while True:
             try:
                 while True:
