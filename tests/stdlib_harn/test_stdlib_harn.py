@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PROGRAMS = sorted(HERE.glob("*.harn"))
 UPDATE = os.environ.get("HARNPY_UPDATE_GOLDENS") == "1"
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[Path, subprocess.CompletedProcess[str]]:
+    """Every program's run, started together (the runs are independent processes)."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        runs = dict(zip(PROGRAMS, pool.map(_run, PROGRAMS), strict=True))
+    return runs
 
 
 def _run(program: Path) -> subprocess.CompletedProcess[str]:
@@ -44,9 +53,11 @@ def test_every_program_has_a_golden_file() -> None:
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
-def test_program_output_matches_golden(program: Path) -> None:
+def test_program_output_matches_golden(
+    program: Path, results: dict[Path, subprocess.CompletedProcess[str]]
+) -> None:
     """The program's stdout equals its .expected file, or it fails with the .error text."""
-    proc = _run(program)
+    proc = results[program]
     expected = program.with_suffix(".expected")
     if expected.exists():
         assert proc.returncode == 0, proc.stderr
