@@ -104,6 +104,8 @@ class ModuleContext:
     builtins: dict[str, Any] = field(default_factory=dict)
     pure_builtins: set[str] = field(default_factory=set)
     codes: list[CodeObject] = field(default_factory=list)
+    type_aliases: dict[str, Any] = field(default_factory=dict)
+    structs_decl: dict[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------- analysis
@@ -932,7 +934,42 @@ class Compiler:
             return _const(bi)
         if name in ctx.module.constants:
             return _const(ctx.module.constants[name])
+        schema = self.type_schema(name)
+        if schema is not None:
+            return _const(schema)
         return _dynamic_ev(name)
+
+    def type_schema(self, name: str) -> dict[str, Any] | None:
+        """The schema of a ``type`` alias (or struct) used as a value, e.g. the argument of
+        ``schema_of(T)`` / ``schema_is(v, T)`` (types have no other run-time effect)."""
+        ctx = self.ctx
+        if name not in ctx.type_aliases and name not in ctx.structs_decl:
+            return None
+        from harnpy.stdlib.schema import type_to_schema
+
+        seen: set[str] = set()
+
+        def resolve(n: str) -> Any:
+            if n in seen:
+                return None
+            seen.add(n)
+            try:
+                if n in ctx.type_aliases:
+                    return type_to_schema(ctx.type_aliases[n], resolve)
+                decl = ctx.structs_decl.get(n)
+                if decl is not None:
+                    shape = A.TypeShape(
+                        tuple(
+                            A.ShapeField(f.name, f.type or A.TypeName("any"), f.optional)
+                            for f in decl.fields
+                        )
+                    )
+                    return type_to_schema(shape, resolve)
+                return None
+            finally:
+                seen.discard(n)
+
+        return resolve(name)  # type: ignore[no-any-return]
 
     def _capture_may_be_unbound(self, name: str) -> bool:
         p = self.b.parent

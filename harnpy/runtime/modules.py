@@ -177,6 +177,18 @@ def collect_enums(tree: A.Module) -> dict[str, dict[str, int]]:
     return out
 
 
+def collect_types(tree: A.Module) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every ``type`` alias and ``struct`` declared anywhere in the file, by name."""
+    aliases: dict[str, Any] = {}
+    structs: dict[str, Any] = {}
+    for n in A.walk(tree):
+        if type(n) is A.TypeDecl:
+            aliases[n.name] = n.type
+        elif type(n) is A.StructDecl:
+            structs[n.name] = n
+    return aliases, structs
+
+
 def syntax_error(path: str, source: str, message: str, span: A.Span, code: str) -> DiagnosticError:
     """A static error as a DiagnosticError with location and caret."""
     return DiagnosticError([Diagnostic(code, message, path, span.line, span.col, source=source)])

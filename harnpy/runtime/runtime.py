@@ -158,6 +158,7 @@ class Runtime:
             builtins=self.builtins,
             pure_builtins=self.pure_builtins,
         )
+        ctx.type_aliases, ctx.structs_decl = M.collect_types(mod.ast)
         mod.constants = self.constants
         return ctx
 
