@@ -401,10 +401,11 @@ class Compiler:
             elif b.code.has_defaults and not p.rest:
                 b.emit(_op_missing_to_nil, i)
             if p.type is not None:
-                check = type_checker(p.type, self.ctx)
-                if check is not None:
-                    b.code.param_checks.append((i, check))
-                    b.emit(_op_check_param, i, p.name, check, _type_label(p.type))
+                schema = self.param_schema(p.type)
+                if schema is not None:
+                    quick = type_checker(p.type, self.ctx) if _is_primitive(p.type) else None
+                    b.code.param_checks.append((i, schema))
+                    b.emit(_op_check_param, i, p.name, quick, schema)
 
     # ================================================================ statements
 
@@ -826,6 +827,20 @@ class Compiler:
         ):
             self.tail_call(value)
             return
+        if (
+            value is not None
+            and type(value) is A.Pipe
+            and not b.in_generator
+            and not contains_placeholder(value.right)
+        ):
+            left = self.expr(value.left)
+            if not _is_stable(value.left):
+                left = self.spill(left)
+            fn = self.expr(value.right)
+            target = b.temp()
+            b.emit(I.op_tail_call, fn, [left], [False], target)
+            b.emit(I.op_return, _slot_ev(target), nxt=False)
+            return
         ev = self.expr(value) if value is not None else _const(None)
         b.emit(I.op_return, ev, nxt=False)
 
@@ -938,6 +953,16 @@ class Compiler:
         if schema is not None:
             return _const(schema)
         return _dynamic_ev(name)
+
+    def param_schema(self, t: A.TypeExpr) -> dict[str, Any] | None:
+        """Schema a typed parameter is checked against at call time (spec 3.11), or None
+        when the type has no run-time check (``any``, generics, unknown names)."""
+        from harnpy.stdlib.schema import type_to_schema
+
+        schema = type_to_schema(t, lambda n: self.type_schema(n))
+        if schema == {"type": "any"} or schema.get("type") == "any" and len(schema) == 1:
+            return None
+        return schema  # type: ignore[no-any-return]
 
     def type_schema(self, name: str) -> dict[str, Any] | None:
         """The schema of a ``type`` alias (or struct) used as a value, e.g. the argument of
@@ -2004,17 +2029,25 @@ def _op_missing_to_nil(i: int, nxt: int) -> Callable[[Frame], int]:
 
 
 def _op_check_param(
-    i: int, name: str, check: Callable[[Any], bool], label: str, nxt: int
+    i: int, name: str, quick: Callable[[Any], bool] | None, schema: dict[str, Any], nxt: int
 ) -> Callable[[Frame], int]:
+    """Check parameter slot ``i`` against its declared type (spec 3.11); ``quick`` is an
+    exact predicate for primitive types (the common case), the schema check gives the
+    message (``parameter 'a' expected int, got string (hello)``)."""
+    from harnpy.stdlib.schema import check_param
+
     def instr(f: Frame) -> int:
         v = f.slots[i]
-        if not check(v):
-            raise plain_error(
-                f"parameter '{name}' expected {label}, got {type_name(v)} ({display(v)})", "E302"
-            )
+        if quick is not None and quick(v):
+            return nxt
+        check_param(v, name, schema)
         return nxt
 
     return instr
+
+
+def _is_primitive(t: A.TypeExpr) -> bool:
+    return type(t) is A.TypeName and not t.args and t.name in _PRIMITIVE_CHECKS
 
 
 def _op_pending_jump(slot: int, target: int, finally_pc: int) -> Callable[[Frame], int]:
