@@ -546,53 +546,76 @@ def select_(thread: Any, cases: list[dict[str, Any]]) -> Gen:
             return (yield CallRequest(timeout["body"], []))
 
 
+def _race_cap(v: Any, total: int) -> int:
+    if type(v) is dict:
+        v = v.get("max_concurrent")
+    if v is None or (type(v) is int and v <= 0):
+        return total
+    if type(v) is not int:
+        raise type_error(f"parallel_race: max_concurrent must be an int, got {type_name(v)}")
+    return min(v, total)
+
+
 @builtin("parallel_race", callback=True)
-def parallel_race(thread: Any, items: Any = None, fn: Any = None) -> Gen:
-    """``parallel_race(items, f)``: run ``f(item)`` for every item concurrently; the first
-    call to finish without failing wins and the others are cancelled. A call fails when it
-    throws or returns ``Err``; a winning ``Ok(v)`` gives ``v``. When every call fails, the
-    last failure is thrown again (``Err(v)`` throws ``v``). Empty list: nil."""
+def parallel_race(thread: Any, items: Any = None, fn: Any = None, cap: Any = None) -> Gen:
+    """``parallel_race(items, f, max_concurrent?)``: run ``f(item)`` for the items
+    concurrently (at most ``max_concurrent`` at once, an int or ``{max_concurrent}``); the
+    first call to finish without failing wins and the others are cancelled. A call fails
+    when it throws or returns ``Err``; a winning ``Ok(v)`` gives ``v``. Runtime errors:
+    ``parallel_race: expected at least one item`` and, when every call failed,
+    ``parallel_race: all N task(s) failed: <messages joined by "; ">``."""
     from harnpy.runtime.values import EnumValue
     from harnpy.stdlib import task_context as tc
 
     if type(items) is not list:
-        raise type_error(f"parallel_race: expected a list, got {type_name(items)}")
+        raise type_error(f"parallel_race: first argument must be a list, got {type_name(items)}")
+    if type(fn) not in (Closure, Builtin):
+        raise type_error(f"parallel_race: argument 2 must be callable, got {type_name(fn)}")
     if not items:
-        return None
+        raise runtime_error("parallel_race: expected at least one item")
+    slots = _race_cap(cap, len(items))
     g = tc.next_child_number(thread, "race")
-    parent = tc.context_of(thread)
-    group = f"{parent['task_id']}:race:{g}"
-    state: dict[str, Any] = {"winner": None, "failures": 0, "last": None, "waker": None}
+    group = f"{tc.context_of(thread)['task_id']}:race:{g}"
+    state: dict[str, Any] = {"winner": None, "next": 0, "waker": None}
+    failures: list[str] = []
     runs: list[TaskRun] = []
+
+    def start_next() -> None:
+        while (
+            state["winner"] is None
+            and state["next"] < len(items)
+            and sum(1 for r in runs if not r.done) < slots
+        ):
+            i = state["next"]
+            state["next"] += 1
+            ctx = tc.child_context(thread, f"{group}:{i}", "race", group)
+            runs.append(
+                launch(thread, fn, [items[i]], name=f"{group}:{i}", ctx=ctx, on_done=on_done)
+            )
+
+    def settled() -> bool:
+        return state["winner"] is not None or len(failures) == len(items)
 
     def on_done(run: TaskRun) -> None:
         if run.killed or state["winner"] is not None:
             return
         v = run.result
         if run.error is not None:
-            state["failures"] += 1
-            state["last"] = run.error
+            failures.append(run.error.message)
         elif type(v) is EnumValue and v.enum == "Result" and v.variant == "Err":
-            state["failures"] += 1
-            state["last"] = HarnThrow(v.fields[0] if v.fields else None)
+            failures.append(display(v.fields[0] if v.fields else None))
         else:
             state["winner"] = run
+        start_next()
         w = state["waker"]
-        if w is not None and (state["winner"] is not None or state["failures"] == len(items)):
+        if w is not None and settled():
             w.wake(None)
-
-    for i, x in enumerate(items):
-        ctx = tc.child_context(thread, f"{group}:{i}", "race", group)
-        runs.append(launch(thread, fn, [x], name=f"{group}:{i}", ctx=ctx, on_done=on_done))
-        if state["winner"] is not None:
-            break
 
     def register(w: Waker) -> None:
         state["waker"] = w
-        if state["winner"] is not None or state["failures"] == len(items):
-            w.wake(None)
 
-    if state["winner"] is None and state["failures"] < len(items):
+    start_next()
+    while not settled():
         yield Block(register, "parallel_race")
     for r in runs:
         if not r.done:
@@ -600,7 +623,9 @@ def parallel_race(thread: Any, items: Any = None, fn: Any = None) -> Gen:
             kill_task(r)
     win: TaskRun | None = state["winner"]
     if win is None:
-        raise state["last"]
+        raise runtime_error(
+            f"parallel_race: all {len(failures)} task(s) failed: {'; '.join(failures)}"
+        )
     if win.output:
         thread.write_out(win.output)
     v = win.result
@@ -676,19 +701,6 @@ def channel_select(thread: Any, channels: Any = None, timeout: Any = None) -> Ge
     deadline = None if ms is None else thread.runtime.clock.monotonic_ms() + ms
     found, _ = yield from _select_wait(thread, chans, deadline)
     return found
-
-
-@builtin("select", callback=True)
-def select_fn(thread: Any, *channels: Any) -> Gen:
-    """``select(ch1, ch2, ...)``: wait for a message on any channel; ``{index, value,
-    channel}``, or ``{index: -1, value: nil, channel: nil}`` once all are closed."""
-    if not channels:
-        raise HarnThrow("select: requires at least one channel")
-    for c in channels:
-        if type(c) is not Channel:
-            raise HarnThrow("select: all arguments must be channels")
-    found, _ = yield from _select_wait(thread, list(channels), None)
-    return found if found is not None else {"index": -1, "value": None, "channel": None}
 
 
 @builtin("channel_is_closed")

@@ -13,7 +13,9 @@ exits on the scheduler (no thread of its own):
   suppressed child is ``"suppressed"`` (wait reason ``restart_cap_exceeded``), or with
   ``circuit_open_ms`` it is ``"circuit_open"`` and started again after that time;
 * strategies: ``one_for_one`` (default), ``one_for_all`` / ``rest_for_one`` (a failure
-  restarts all / the later siblings too), ``escalate_to_parent`` (a failure stops all);
+  restarts all / the later siblings too; a sibling with restart ``never`` just stops;
+  upstream Harn leaves an ``on_failure`` sibling ``waiting`` forever there, harnpy restarts
+  it), ``escalate_to_parent`` (a failure stops all);
 * once every child ended for good the supervisor is ``"completed"``.
 
 ``supervisor_stop(sup, timeout?)`` asks the children to stop (``is_cancelled()`` turns
@@ -315,7 +317,7 @@ class Supervisor:
                 if i != index:
                     self._cancel_for_restart(i)
             for i in range(start, len(self.children)):
-                p = self._restart_decision(i, i == index)
+                p = self._restart_decision(i, i == index, propagated=i != index)
                 if p is not None:
                     plan.append(p)
         else:
@@ -347,10 +349,19 @@ class Supervisor:
         c.wait_reason = "propagation_restart"
         self.event(c.name, "child_stopped", "propagation restart")
 
-    def _restart_decision(self, index: int, failed: bool) -> tuple[int, int, int] | None:
+    def _restart_decision(
+        self, index: int, failed: bool, propagated: bool = False
+    ) -> tuple[int, int, int] | None:
+        """Schedule a restart of child ``index`` (``(index, delay_ms, generation)``) or
+        not (None). ``propagated``: a sibling stopped for a one_for_all/rest_for_one
+        restart, restarted unless its mode is ``never`` (then it stays stopped)."""
         c = self.children[index]
         p = c.policy
-        if not (p.mode == "always" or (p.mode == "on_failure" and failed)):
+        wanted = failed or propagated
+        if not (p.mode == "always" or (p.mode == "on_failure" and wanted)):
+            if propagated:
+                c.status = "stopped"
+                c.wait_reason = None
             return None
         now = self.rt.clock.monotonic_ms()
         if p.window_ms > 0:
