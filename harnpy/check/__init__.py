@@ -1,0 +1,82 @@
+"""Check stage: static checks over a parsed Harn file (spec language.md 3.10, 3.11, 3.19).
+
+Public API:
+
+* :func:`check_file` — what ``harnpy check FILE`` runs: parse (syntax errors become the
+  result) and run every static check.
+* :func:`static_errors` — the subset ``harnpy run`` enforces before running a program (the
+  reference type-checks first; a static error aborts with only its message). It never raises.
+
+Invariants: this package imports only :mod:`harnpy.syntax` and :mod:`harnpy.diagnostics`
+(never :mod:`harnpy.runtime`); it never evaluates code; a check reports an error only when the
+program is certainly wrong (false positives are worse than misses); every error found is
+reported, with an ``E2xx`` code (table in :mod:`harnpy.check.checker`), the path, line,
+column and the source text for the caret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from harnpy.diagnostics import Diagnostic
+from harnpy.syntax import HarnSyntaxError, parse
+from harnpy.syntax import ast as A
+
+__all__ = ["check_file", "static_errors"]
+
+
+def check_file(
+    path: str, source: str, builtin_names: Collection[str] | None = None
+) -> list[Diagnostic]:
+    """Parse ``source`` and run every static check.
+
+    Args:
+        path: the file's path (shown in diagnostics; relative imports resolve from it).
+        source: the file's text.
+        builtin_names: names the runtime provides without a declaration (the builtin
+            registry plus global constants such as ``pi``). When None, the undefined-name
+            checks (``Undefined variable``, ``call target ... is not defined``) are skipped.
+
+    Returns:
+        The syntax errors (``E1xx``) when the file does not parse, else the static errors
+        (``E2xx``), sorted by position; empty when the file is fine.
+    """
+    try:
+        tree = parse(source, path)
+    except HarnSyntaxError as exc:
+        return list(exc.diagnostics)
+    from harnpy.check.checker import Checker
+
+    names = frozenset(builtin_names) if builtin_names is not None else None
+    return Checker(tree, path, source, names, check_only=True).run()
+
+
+def static_errors(
+    module_ast: A.Module,
+    path: str,
+    source: str,
+    builtin_names: Collection[str] | None = None,
+) -> list[Diagnostic]:
+    """The static errors ``harnpy run`` must report before running ``module_ast``.
+
+    Same checks as :func:`check_file` except those the runtime reports itself when the code
+    runs (``Undefined variable``, ``try*`` outside a function). One pre-pass and one walk over
+    the AST; imported files are read only when a call target is otherwise unresolved.
+
+    Args:
+        module_ast: the parsed main file.
+        path / source: the file's path and text (for diagnostics and relative imports).
+        builtin_names: as for :func:`check_file` (None skips the call-target check).
+
+    Returns:
+        ``E2xx`` diagnostics sorted by position (empty when the program may run). Never
+        raises: an internal failure of a check yields no diagnostics rather than blocking
+        the program.
+    """
+    try:
+        from harnpy.check.checker import Checker
+
+        names = frozenset(builtin_names) if builtin_names is not None else None
+        return Checker(module_ast, path, source, names, check_only=False).run()
+    except Exception:  # noqa: BLE001 - a checker bug must never stop a program from running
+        return []
