@@ -34,8 +34,10 @@ def check_file(
         path: the file's path (shown in diagnostics; relative imports resolve from it).
         source: the file's text.
         builtin_names: names the runtime provides without a declaration (the builtin
-            registry plus global constants such as ``pi``). When None, the undefined-name
-            checks (``Undefined variable``, ``call target ... is not defined``) are skipped.
+            registry plus global constants such as ``pi``; a dotted name such as
+            ``stream.map`` also defines its namespace ``stream``). When None, the
+            undefined-name checks (``Undefined variable``, ``call target ... is not
+            defined``) are skipped.
 
     Returns:
         The syntax errors (``E1xx``) when the file does not parse, else the static errors
@@ -47,8 +49,16 @@ def check_file(
         return list(exc.diagnostics)
     from harnpy.check.checker import Checker
 
-    names = frozenset(builtin_names) if builtin_names is not None else None
-    return Checker(tree, path, source, names, check_only=True).run()
+    return Checker(tree, path, source, _names(builtin_names), check_only=True).run()
+
+
+def _names(builtin_names: Collection[str] | None) -> frozenset[str] | None:
+    """The builtin names plus the namespaces of dotted ones (``stream`` for ``stream.map``)."""
+    if builtin_names is None:
+        return None
+    names = set(builtin_names)
+    names.update(n.split(".", 1)[0] for n in builtin_names if "." in n)
+    return frozenset(names)
 
 
 def static_errors(
@@ -76,7 +86,6 @@ def static_errors(
     try:
         from harnpy.check.checker import Checker
 
-        names = frozenset(builtin_names) if builtin_names is not None else None
-        return Checker(module_ast, path, source, names, check_only=False).run()
+        return Checker(module_ast, path, source, _names(builtin_names), check_only=False).run()
     except Exception:  # noqa: BLE001 - a checker bug must never stop a program from running
         return []

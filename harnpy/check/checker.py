@@ -271,7 +271,16 @@ class Checker:
     # ------------------------------------------------------------ entry
 
     def run(self) -> list[Diagnostic]:
-        """Run every check; diagnostics sorted by position."""
+        """Run every check; diagnostics sorted by position. A program nested too deeply for
+        the recursive walk yields the diagnostics found before that point."""
+        try:
+            self._run()
+        except RecursionError:
+            pass
+        self.diags.sort(key=lambda d: (d.line, d.col))
+        return self.diags
+
+    def _run(self) -> None:
         self.prepass()
         self.tenv = T.TypeEnv(
             self.aliases, set(self.structs), set(self.enums) - {"Result"}, set(self.interfaces)
@@ -283,8 +292,6 @@ class Checker:
             self.stmt(s)
         self.pop_scope()
         self.finish_names()
-        self.diags.sort(key=lambda d: (d.line, d.col))
-        return self.diags
 
     # ------------------------------------------------------------ pre-pass
 
@@ -293,6 +300,7 @@ class Checker:
         names that appear in conditions (candidates for flow narrowing)."""
         declared = self.declared
         alias_count: dict[str, int] = {}
+        ambiguous: set[str] = set()
         for s in self.module.body:
             if type(s) is A.ImportDecl:
                 self.imports.append(s)
@@ -327,14 +335,17 @@ class Checker:
                 self.structs.setdefault(n.name, n)
             elif t is A.EnumDecl:
                 declared.add(n.name)
-                self.enums.setdefault(n.name, [v.name for v in n.variants])
+                variants = [v.name for v in n.variants]
+                if self.enums.setdefault(n.name, variants) != variants:
+                    ambiguous.add(n.name)
             elif t is A.TypeDecl:
                 declared.add(n.name)
                 alias_count[n.name] = alias_count.get(n.name, 0) + 1
                 self.aliases.setdefault(n.name, n)
             elif t is A.InterfaceDecl:
                 declared.add(n.name)
-                self.interfaces.setdefault(n.name, n)
+                if self.interfaces.setdefault(n.name, n) is not n:
+                    ambiguous.add(n.name)
             elif t is A.ImplDecl:
                 table = self.impls.setdefault(n.type_name, {})
                 for m in n.methods:
@@ -369,6 +380,10 @@ class Checker:
         for name, count in alias_count.items():
             if count > 1:
                 del self.aliases[name]
+        # names declared twice with different meanings are left unresolved (opaque)
+        for name in ambiguous:
+            self.enums.pop(name, None)
+            self.interfaces.pop(name, None)
 
     # ------------------------------------------------------------ scopes
 
@@ -778,13 +793,22 @@ class Checker:
         return T.Prim("closure")
 
     def e_BinOp(self, e: A.BinOp) -> T.Ty | None:
-        lt = self.expr(e.left)
-        rt = self.expr(e.right)
+        # left-nested chains (`a + b + c ...`) are walked iteratively: no recursion limit
+        spine = [e]
+        node: Any = e.left
+        while type(node) is A.BinOp:
+            spine.append(node)
+            node = node.left
+        lt = self.expr(node)
+        for b in reversed(spine):
+            lt = self.binop_type(b, lt, self.expr(b.right))
+        return lt
+
+    def binop_type(self, e: A.BinOp, lt: T.Ty | None, rt: T.Ty | None) -> T.Ty | None:
+        """Check an operator against known operand types; the result type if known."""
         op = e.op
         if op not in _ARITH:
-            if op in ("|",):
-                return None
-            return T.BOOL
+            return None if op == "|" else T.BOOL
         kl = T.kind(lt)
         kr = T.kind(rt)
         if kl not in _OPERAND_KINDS or kr not in _OPERAND_KINDS:
@@ -796,13 +820,9 @@ class Checker:
                 self.error(E_OPERANDS, f"can't add {kl} and {kr}", e.span)
                 return None
             if not num:
-                return (
-                    T.STRING
-                    if kl == "string"
-                    else T.ListT(None)
-                    if kl == "list"
-                    else T.DictT(None, None)
-                )
+                if kl == "string":
+                    return T.STRING
+                return T.ListT(None) if kl == "list" else T.DictT(None, None)
         elif op == "*":
             if not (num or {kl, kr} == {"string", "int"}):
                 self.error(E_OPERANDS, f"can't multiply {kl} and {kr} (try string * int)", e.span)
@@ -819,13 +839,25 @@ class Checker:
         return T.INT if kl == "int" and kr == "int" else T.FLOAT
 
     def e_LogicalOp(self, e: A.LogicalOp) -> T.Ty | None:
-        self.expr(e.left)
-        self.expr(e.right)
+        node: Any = e
+        rights = []
+        while type(node) is A.LogicalOp:
+            rights.append(node.right)
+            node = node.left
+        self.expr(node)
+        for r in reversed(rights):
+            self.expr(r)
         return T.BOOL
 
     def e_NilCoalesce(self, e: A.NilCoalesce) -> T.Ty | None:
-        self.expr(e.left)
-        self.expr(e.right)
+        node: Any = e
+        rights = []
+        while type(node) is A.NilCoalesce:
+            rights.append(node.right)
+            node = node.left
+        self.expr(node)
+        for r in reversed(rights):
+            self.expr(r)
         return None
 
     def e_UnaryOp(self, e: A.UnaryOp) -> T.Ty | None:
@@ -836,9 +868,15 @@ class Checker:
         return T.Prim(k) if k in _NUMERIC else None
 
     def e_Pipe(self, e: A.Pipe) -> T.Ty | None:
-        self.expr(e.left)
+        node: Any = e
+        rights = []
+        while type(node) is A.Pipe:
+            rights.append(node.right)
+            node = node.left
+        self.expr(node)
         self.pipe_depth += 1
-        self.expr(e.right)
+        for r in reversed(rights):
+            self.expr(r)
         self.pipe_depth -= 1
         return None
 
@@ -1064,7 +1102,19 @@ class Checker:
             if ename == "Result":
                 return T.NamedT("Result", "builtin")
             return T.NamedT(ename, "enum")
-        ot = self.expr(e.obj)
+        # receiver chains (`x.a().b().c()`) are walked iteratively
+        chain = [e]
+        node: Any = e.obj
+        while type(node) is A.MethodCall and self.enum_name(node.obj) is None:
+            chain.append(node)
+            node = node.obj
+        ot = self.expr(node)
+        for m in reversed(chain):
+            ot = self.method_type(m, ot)
+        return ot
+
+    def method_type(self, e: A.MethodCall, ot: T.Ty | None) -> T.Ty | None:
+        """Visit a method call's arguments; its result type given the receiver type."""
         for a in e.args:
             self.expr(a)
         k = T.kind(ot)

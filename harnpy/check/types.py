@@ -489,12 +489,14 @@ def assignable(src: Ty | None, dst: Ty | None, fresh: bool = True) -> bool:
         return True
     if ks != kd:
         # nil is accepted everywhere (the corpus' reference predates strict nil checks); an
-        # int widens to float; ranges are list-like; a dict may build a struct.
+        # int widens to float; ranges are list-like; dicts and structs are interchangeable
+        # (a dict builds a struct; a struct instance has the fields a shape asks for).
         return (
             ks == "nil"
             or (kd == "float" and ks == "int")
             or (kd == "list" and ks == "range")
             or (kd.startswith("struct:") and ks == "dict")
+            or (kd == "dict" and ks.startswith("struct:"))
         )
     if td is ListT and ts is ListT:
         return _elem_ok(s.elem, d.elem, fresh)  # type: ignore[attr-defined]

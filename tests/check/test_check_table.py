@@ -241,6 +241,13 @@ NEGATIVE = [
         "declared 'in'",
     ),
     ("variance_out", "type Box<out T> = fn(T) -> int\n", "E220", "declared 'out'"),
+    # --- properties
+    (
+        "property_on_int",
+        "let x = 42\nlog(x.name)\n",
+        "E222",
+        "cannot access property `name` on int",
+    ),
     # --- destructuring and spreads
     (
         "destructure_string",
@@ -336,6 +343,7 @@ POSITIVE = [
         "interface Producer<out T> {\n  fn next() -> T\n}\n"
         "interface Consumer<in T> {\n  fn take(x: T) -> int\n}\ntype F<in T> = fn(T) -> int\n",
     ),
+    ("optional_property_on_int", "let x = 42\nlog(x?.name)\n"),
     (
         "try_star_in_function",
         'fn load() {\n  let x = try* read_file("f")\n  return x\n}\n',
@@ -367,6 +375,12 @@ def test_syntax_errors_become_diagnostics() -> None:
     diags = run_check('let x = "oops\n')
     assert diags and diags[0].code.startswith("E1")
     assert "Unterminated string" in diags[0].message
+
+
+def test_dotted_builtin_names_define_their_namespace() -> None:
+    src = "log(stream.collect([1]))\nlog(streams.collect([1]))\n"
+    diags = run_check(src, builtins=BUILTINS | {"stream.collect"})
+    assert [d.message for d in diags] == ["Undefined variable: streams (did you mean `stream`?)"]
 
 
 def test_without_builtin_names_name_checks_are_skipped() -> None:
