@@ -273,3 +273,18 @@ def sync_metrics(thread: Any, kind: Any = None, key: Any = None) -> Any:
             return _Sem(display(kind), display(key), 0).metrics()
         return sem.metrics()
     return [s.metrics() for (k, _), s in st.items() if kind is None or k == display(kind)]
+
+
+@builtin("__mutex_enter", callback=True)
+def mutex_enter(thread: Any, key: Any = None) -> Gen:
+    """Lowering target of ``mutex { body }`` (spec 3.16): wait for the permit of mutex
+    ``key`` (default ``"__default__"``, the one ``sync_mutex_acquire()`` names) and return
+    it; the compiled block hands it to ``__mutex_exit`` when the body ends or throws."""
+    return (yield from acquire(thread, "mutex", _key(key, "__default__"), 1, 1, None))
+
+
+@builtin("__mutex_exit")
+def mutex_exit(thread: Any, permit: Any = None) -> None:
+    """Release the permit taken by ``__mutex_enter`` (no-op for nil)."""
+    if permit is not None:
+        release(thread, permit)

@@ -132,3 +132,13 @@ def test_circuit_breaker_states(thread: Any) -> None:
     assert shared.circuit_check(thread, "c") == "closed"
     with pytest.raises(HarnError, match="threshold must be >= 1"):
         shared.circuit_breaker(thread, "d", 0)
+
+
+def test_mutex_block_lowering_targets(thread: Any) -> None:
+    permit = _finish(sync.mutex_enter(thread))
+    assert permit["key"] == "__default__"
+    assert _finish(sync.sync_mutex_acquire(thread, "__default__", 0)) is None
+    sync.mutex_exit(thread, permit)
+    again = _finish(sync.sync_mutex_acquire(thread, "__default__", 0))
+    assert again is not None and again["id"] != permit["id"]
+    sync.mutex_exit(thread, None)
