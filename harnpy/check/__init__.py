@@ -10,7 +10,7 @@ Public API:
 Invariants: this package imports only :mod:`harnpy.syntax` and :mod:`harnpy.diagnostics`
 (never :mod:`harnpy.runtime`); it never evaluates code; a check reports an error only when the
 program is certainly wrong (false positives are worse than misses); every error found is
-reported, with an ``E2xx`` code (table in :mod:`harnpy.check.checker`), the path, line,
+reported, with an ``E2xx`` code (table in :mod:`harnpy.check._checker`), the path, line,
 column and the source text for the caret.
 """
 
@@ -47,7 +47,7 @@ def check_file(
         tree = parse(source, path)
     except HarnSyntaxError as exc:
         return list(exc.diagnostics)
-    from harnpy.check.checker import Checker
+    from harnpy.check._checker import Checker
 
     return Checker(tree, path, source, _names(builtin_names), check_only=True).run()
 
@@ -84,7 +84,7 @@ def static_errors(
         the program.
     """
     try:
-        from harnpy.check.checker import Checker
+        from harnpy.check._checker import Checker
 
         return Checker(module_ast, path, source, _names(builtin_names), check_only=False).run()
     except Exception:  # noqa: BLE001 - a checker bug must never stop a program from running

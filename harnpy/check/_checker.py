@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from harnpy.check import decls as D
-from harnpy.check import types as T
-from harnpy.check.imports import ImportResolver
+from harnpy.check import _decls as D
+from harnpy.check import _types as T
+from harnpy.check._imports import ImportResolver
 from harnpy.diagnostics import Diagnostic
 from harnpy.syntax import ast as A
 
@@ -212,7 +212,7 @@ class Checker:
 
     Args:
         module: the parsed file.
-        path / source: for diagnostics (``source`` also feeds :mod:`harnpy.check.decls`).
+        path / source: for diagnostics (``source`` also feeds :mod:`harnpy.check._decls`).
         builtin_names: names the runtime provides (builtins and global constants); None
             disables the undefined-name checks (E210, E211).
         check_only: also run the checks listed in :data:`CHECK_ONLY_CODES`.
