@@ -478,6 +478,8 @@ class Checker:
             typ: T.Ty | None = None
             if type(pat) is A.NamePattern:
                 typ = declared if declared is not None else (None if mutable else vt)
+                if mutable and typ is T.UNKNOWN:
+                    typ = None  # assignments may narrow a `var u: unknown`
             scope[name] = Binding(kind, typ)
 
     def s_AssignStmt(self, s: A.AssignStmt) -> None:
@@ -667,7 +669,9 @@ class Checker:
         ctx = self.fns[-1]
         ctx.saw_yield = True
         if ctx.is_gen:
-            self.error(E_YIELD, "`yield` is not allowed here: use `emit` inside `gen fn`", s.span)
+            self.error(
+                E_YIELD, "`yield` is not allowed in a `gen fn`: use `emit` inside `gen fn`", s.span
+            )
         if s.value is not None:
             self.expr(s.value)
 

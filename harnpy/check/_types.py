@@ -548,6 +548,8 @@ def same(a: Ty | None, b: Ty | None) -> bool | None:
     if ka is None or kb is None:
         return None
     if ka != kb:
+        if {ka.split(":")[0], kb.split(":")[0]} == {"struct", "dict"}:
+            return None  # a struct instance and a dict can stand for one another
         return False
     if type(a) is Prim and type(b) is Prim:
         return True
