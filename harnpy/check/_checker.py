@@ -484,12 +484,12 @@ class Checker:
 
     def s_AssignStmt(self, s: A.AssignStmt) -> None:
         self.expr(s.value)
-        root = s.target
-        while type(root) in (A.Attribute, A.Index):
-            if type(root) is A.Index:
-                self.expr(root.index)  # type: ignore[union-attr]
-            root = root.obj  # type: ignore[union-attr]
-        if type(root) is not A.Name:
+        root: Any = s.target
+        while isinstance(root, (A.Attribute, A.Index)):
+            if isinstance(root, A.Index):
+                self.expr(root.index)
+            root = root.obj
+        if not isinstance(root, A.Name):
             self.expr(root)
             return
         name = root.id
@@ -1096,7 +1096,7 @@ class Checker:
         found = self.lookup(e.id)
         if found is not None and found[0].kind != "enum":
             return None
-        return e.id  # type: ignore[no-any-return]
+        return str(e.id)
 
     def e_MethodCall(self, e: A.MethodCall) -> T.Ty | None:
         ename = self.enum_name(e.obj)

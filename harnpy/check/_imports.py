@@ -79,16 +79,16 @@ class ImportResolver:
         except (OSError, UnicodeDecodeError):
             self._exports[path] = None
             return None
-        out: set[str] | None = set(_DECL.findall(source))
+        out: set[str] = set(_DECL.findall(source))
         for m in _PUB_IMPORT.finditer(source):
             if m.group(1) is not None:
-                out.update(n.strip() for n in m.group(1).split(",") if n.strip())  # type: ignore[union-attr]
+                out.update(n.strip() for n in m.group(1).split(",") if n.strip())
                 continue
             sub_path = resolve(m.group(2), str(path))
             sub = self.exports(sub_path, depth + 1) if sub_path is not None else None
             if sub is None:
-                out = None
-                break
-            out.update(sub)  # type: ignore[union-attr]
+                self._exports[path] = None
+                return None
+            out.update(sub)
         self._exports[path] = out
         return out

@@ -158,35 +158,27 @@ def fmt(t: Ty | None) -> str:
     """The display form used in messages: ``list<int>``, ``{name: string}``, ``"pass"``."""
     if t is None:
         return "any"
-    tt = type(t)
-    if tt is Prim or tt is Gradual:
-        return t.name  # type: ignore[attr-defined, no-any-return]
-    if tt is ListT:
-        return "list" if t.elem is None else f"list<{fmt(t.elem)}>"  # type: ignore[attr-defined]
-    if tt is DictT:
-        if t.key is None and t.value is None:  # type: ignore[attr-defined]
+    if isinstance(t, (Prim, Gradual, VarT)):
+        return t.name
+    if isinstance(t, ListT):
+        return "list" if t.elem is None else f"list<{fmt(t.elem)}>"
+    if isinstance(t, DictT):
+        if t.key is None and t.value is None:
             return "dict"
-        return f"dict<{fmt(t.key)}, {fmt(t.value)}>"  # type: ignore[attr-defined]
-    if tt is ShapeT:
-        parts = [
-            f"{f.name}{'?' if f.optional else ''}: {fmt(f.type)}"
-            for f in t.fields  # type: ignore[attr-defined]
-        ]
+        return f"dict<{fmt(t.key)}, {fmt(t.value)}>"
+    if isinstance(t, ShapeT):
+        parts = [f"{f.name}{'?' if f.optional else ''}: {fmt(f.type)}" for f in t.fields]
         return "{" + ", ".join(parts) + "}"
-    if tt is FnT:
-        ps = ", ".join(fmt(p) for p in t.params)  # type: ignore[attr-defined]
-        return f"fn({ps}) -> {fmt(t.ret)}"  # type: ignore[attr-defined]
-    if tt is UnionT:
-        return " | ".join(fmt(o) for o in t.options)  # type: ignore[attr-defined]
-    if tt is LitT:
-        return _fmt_lit(t.value)  # type: ignore[attr-defined]
-    if tt is NamedT or tt is AliasT:
-        args = t.args  # type: ignore[attr-defined]
-        if args and any(a is not None for a in args):
-            return f"{t.name}<{', '.join(fmt(a) for a in args)}>"  # type: ignore[attr-defined]
-        return t.name  # type: ignore[attr-defined, no-any-return]
-    if tt is VarT:
-        return t.name  # type: ignore[attr-defined, no-any-return]
+    if isinstance(t, FnT):
+        return f"fn({', '.join(fmt(p) for p in t.params)}) -> {fmt(t.ret)}"
+    if isinstance(t, UnionT):
+        return " | ".join(fmt(o) for o in t.options)
+    if isinstance(t, LitT):
+        return _fmt_lit(t.value)
+    if isinstance(t, (NamedT, AliasT)):
+        if t.args and any(a is not None for a in t.args):
+            return f"{t.name}<{', '.join(fmt(a) for a in t.args)}>"
+        return t.name
     return "any"
 
 
@@ -243,42 +235,36 @@ class TypeEnv:
         """The :class:`Ty` of an annotation (None when absent or not understood)."""
         if node is None:
             return None
-        t = type(node)
-        if t is A.TypeName:
-            return self._named(node, generics)  # type: ignore[arg-type]
-        if t is A.TypeList:
-            return ListT(self.convert(node.elem, generics))  # type: ignore[union-attr]
-        if t is A.TypeShape:
+        if isinstance(node, A.TypeName):
+            return self._named(node, generics)
+        if isinstance(node, A.TypeList):
+            return ListT(self.convert(node.elem, generics))
+        if isinstance(node, A.TypeShape):
             return ShapeT(
                 tuple(
-                    Field(f.name, self.convert(f.type, generics), f.optional)
-                    for f in node.fields  # type: ignore[union-attr]
+                    Field(f.name, self.convert(f.type, generics), f.optional) for f in node.fields
                 )
             )
-        if t is A.TypeFn:
+        if isinstance(node, A.TypeFn):
             return FnT(
-                tuple(self.convert(p, generics) for p in node.params),  # type: ignore[union-attr]
-                self.convert(node.ret, generics),  # type: ignore[union-attr]
+                tuple(self.convert(p, generics) for p in node.params),
+                self.convert(node.ret, generics),
             )
-        if t is A.TypeLiteral:
-            kw = node.keyword  # type: ignore[union-attr]
-            if kw == "nil":
+        if isinstance(node, A.TypeLiteral):
+            if node.keyword == "nil":
                 return NIL
-            if kw == "never":
+            if node.keyword == "never":
                 return NEVER
-            if kw in ("true", "false"):
-                return LitT(kw == "true")
-            return LitT(node.value)  # type: ignore[union-attr]
-        if t is A.TypeUnion:
+            if node.keyword in ("true", "false"):
+                return LitT(node.keyword == "true")
+            return LitT(node.value)
+        if isinstance(node, A.TypeUnion):
             opts: list[Ty] = []
-            for o in node.options:  # type: ignore[union-attr]
+            for o in node.options:
                 c = self.convert(o, generics)
                 if c is None:
                     return None
-                if type(c) is UnionT:
-                    opts.extend(c.options)  # type: ignore[attr-defined]
-                else:
-                    opts.append(c)
+                opts.extend(c.options if isinstance(c, UnionT) else (c,))
             return UnionT(tuple(opts))
         return None
 
@@ -335,40 +321,31 @@ class TypeEnv:
 
 
 def substitute(t: Ty | None, binding: dict[str, Ty | None]) -> Ty | None:
-    """``t`` with type parameters replaced (unbound ones become None, i.e. unknown)."""
+    """``t`` with the type parameters in ``binding`` replaced (None means unknown)."""
     if t is None:
         return None
-    tt = type(t)
-    if tt is VarT:
-        return binding.get(t.name) if t.name in binding else t  # type: ignore[attr-defined]
-    if tt is ListT:
-        return ListT(substitute(t.elem, binding))  # type: ignore[attr-defined]
-    if tt is DictT:
-        return DictT(substitute(t.key, binding), substitute(t.value, binding))  # type: ignore[attr-defined]
-    if tt is ShapeT:
+    if isinstance(t, VarT):
+        return binding[t.name] if t.name in binding else t
+    if isinstance(t, ListT):
+        return ListT(substitute(t.elem, binding))
+    if isinstance(t, DictT):
+        return DictT(substitute(t.key, binding), substitute(t.value, binding))
+    if isinstance(t, ShapeT):
         return ShapeT(
-            tuple(
-                Field(f.name, substitute(f.type, binding), f.optional)
-                for f in t.fields  # type: ignore[attr-defined]
-            )
+            tuple(Field(f.name, substitute(f.type, binding), f.optional) for f in t.fields)
         )
-    if tt is FnT:
-        return FnT(
-            tuple(substitute(p, binding) for p in t.params),  # type: ignore[attr-defined]
-            substitute(t.ret, binding),  # type: ignore[attr-defined]
-        )
-    if tt is UnionT:
-        opts = [substitute(o, binding) for o in t.options]  # type: ignore[attr-defined]
+    if isinstance(t, FnT):
+        return FnT(tuple(substitute(p, binding) for p in t.params), substitute(t.ret, binding))
+    if isinstance(t, UnionT):
+        opts = [substitute(o, binding) for o in t.options]
         if any(o is None for o in opts):
             return None
-        return UnionT(tuple(opts))  # type: ignore[arg-type]
-    if tt is NamedT:
-        return NamedT(t.name, t.kind, tuple(substitute(a, binding) for a in t.args))  # type: ignore[attr-defined]
-    if tt is AliasT:
+        return UnionT(tuple(o for o in opts if o is not None))
+    if isinstance(t, NamedT):
+        return NamedT(t.name, t.kind, tuple(substitute(a, binding) for a in t.args))
+    if isinstance(t, AliasT):
         return AliasT(
-            t.name,  # type: ignore[attr-defined]
-            substitute(t.target, binding),  # type: ignore[attr-defined]
-            tuple(substitute(a, binding) for a in t.args),  # type: ignore[attr-defined]
+            t.name, substitute(t.target, binding), tuple(substitute(a, binding) for a in t.args)
         )
     return t
 
@@ -377,39 +354,38 @@ def has_vars(t: Ty | None) -> bool:
     """Whether ``t`` mentions a type parameter anywhere."""
     if t is None:
         return False
-    tt = type(t)
-    if tt is VarT:
+    if isinstance(t, VarT):
         return True
-    if tt is ListT:
-        return has_vars(t.elem)  # type: ignore[attr-defined]
-    if tt is DictT:
-        return has_vars(t.key) or has_vars(t.value)  # type: ignore[attr-defined]
-    if tt is ShapeT:
-        return any(has_vars(f.type) for f in t.fields)  # type: ignore[attr-defined]
-    if tt is FnT:
-        return any(has_vars(p) for p in t.params) or has_vars(t.ret)  # type: ignore[attr-defined]
-    if tt is UnionT:
-        return any(has_vars(o) for o in t.options)  # type: ignore[attr-defined]
-    if tt is NamedT or tt is AliasT:
-        return any(has_vars(a) for a in t.args)  # type: ignore[attr-defined]
+    if isinstance(t, ListT):
+        return has_vars(t.elem)
+    if isinstance(t, DictT):
+        return has_vars(t.key) or has_vars(t.value)
+    if isinstance(t, ShapeT):
+        return any(has_vars(f.type) for f in t.fields)
+    if isinstance(t, FnT):
+        return any(has_vars(p) for p in t.params) or has_vars(t.ret)
+    if isinstance(t, UnionT):
+        return any(has_vars(o) for o in t.options)
+    if isinstance(t, (NamedT, AliasT)):
+        return any(has_vars(a) for a in t.args)
     return False
 
 
 def unalias(t: Ty | None) -> Ty | None:
     """Follow aliases to the underlying type (None when it cannot be resolved)."""
     depth = 0
-    while type(t) is AliasT and depth < 50:
-        t = t.target  # type: ignore[union-attr]
+    while isinstance(t, AliasT) and depth < 50:
+        t = t.target
         depth += 1
-    return None if type(t) is AliasT else t
+    return None if isinstance(t, AliasT) else t
 
 
 def widen(t: Ty | None) -> Ty | None:
     """``t`` without literal values (for display and generic bindings)."""
-    if type(t) is Prim and t.has_lit:  # type: ignore[union-attr]
-        return Prim(t.name)  # type: ignore[union-attr]
-    if type(t) is LitT:
-        return Prim(lit_base(t.value))  # type: ignore[union-attr]
+    if isinstance(t, Prim) and t.has_lit:
+        return Prim(t.name)
+    if isinstance(t, LitT):
+        return Prim(lit_base(t.value))
     return t
 
 
@@ -420,26 +396,22 @@ def kind(t: Ty | None) -> str | None:
     ``Stream``, ``Result``, ``struct:Name``, ``enum:Name``, ``closure``.
     """
     t = unalias(t)
-    if t is None:
-        return None
-    tt = type(t)
-    if tt is Prim:
-        return t.name  # type: ignore[attr-defined, no-any-return]
-    if tt is LitT:
-        b = lit_base(t.value)  # type: ignore[attr-defined]
+    if isinstance(t, Prim):
+        return t.name
+    if isinstance(t, LitT):
+        b = lit_base(t.value)
         return None if b == "?" else b
-    if tt is ListT:
+    if isinstance(t, ListT):
         return "list"
-    if tt is DictT or tt is ShapeT:
+    if isinstance(t, (DictT, ShapeT)):
         return "dict"
-    if tt is FnT:
+    if isinstance(t, FnT):
         return "closure"
-    if tt is NamedT:
-        k = t.kind  # type: ignore[attr-defined]
-        if k == "builtin":
-            return t.name  # type: ignore[attr-defined, no-any-return]
-        if k in ("struct", "enum"):
-            return f"{k}:{t.name}"  # type: ignore[attr-defined]
+    if isinstance(t, NamedT):
+        if t.kind == "builtin":
+            return t.name
+        if t.kind in ("struct", "enum"):
+            return f"{t.kind}:{t.name}"
     return None
 
 
@@ -453,37 +425,31 @@ def assignable(src: Ty | None, dst: Ty | None, fresh: bool = True) -> bool:
     types are then compared covariantly; a value read from a variable must match them exactly
     (lists are mutable, so ``list<int>`` does not flow into ``list<float>``).
     """
-    if src is None or dst is None:
-        return True
     d = unalias(dst)
     s = unalias(src)
     if d is None or s is None:
         return True
-    td = type(d)
-    ts = type(s)
-    if td is Gradual:
-        return d.name != "never" or ts is Gradual  # type: ignore[attr-defined]
-    if td is VarT or ts is VarT:
+    if isinstance(d, Gradual):
+        return d.name != "never" or isinstance(s, Gradual)
+    if isinstance(d, VarT) or isinstance(s, VarT):
         return True
-    if ts is Gradual:
-        return s.name != "unknown"  # type: ignore[attr-defined]
-    if td is NamedT and d.kind in ("opaque", "interface"):  # type: ignore[attr-defined]
+    if isinstance(s, Gradual):
+        return s.name != "unknown"
+    if isinstance(d, NamedT) and d.kind in ("opaque", "interface"):
         return True
-    if ts is NamedT and s.kind in ("opaque", "interface"):  # type: ignore[attr-defined]
+    if isinstance(s, NamedT) and s.kind in ("opaque", "interface"):
         return True
-    if td is UnionT:
-        return any(assignable(s, o, fresh) for o in d.options)  # type: ignore[attr-defined]
-    if ts is UnionT:
+    if isinstance(d, UnionT):
+        return any(assignable(s, o, fresh) for o in d.options)
+    if isinstance(s, UnionT):
         return True
-    if td is LitT:
-        want = d.value  # type: ignore[attr-defined]
-        if ts is LitT:
-            return _same_lit(s.value, want)  # type: ignore[attr-defined]
-        if ts is Prim and s.has_lit:  # type: ignore[attr-defined]
-            return _same_lit(s.lit, want)  # type: ignore[attr-defined]
-        ks = kind(s)
-        return ks is None or ks == "nil" or ks == lit_base(want)
     ks = kind(s)
+    if isinstance(d, LitT):
+        if isinstance(s, LitT):
+            return _same_lit(s.value, d.value)
+        if isinstance(s, Prim) and s.has_lit:
+            return _same_lit(s.lit, d.value)
+        return ks is None or ks == "nil" or ks == lit_base(d.value)
     kd = kind(d)
     if ks is None or kd is None:
         return True
@@ -498,26 +464,24 @@ def assignable(src: Ty | None, dst: Ty | None, fresh: bool = True) -> bool:
             or (kd.startswith("struct:") and ks == "dict")
             or (kd == "dict" and ks.startswith("struct:"))
         )
-    if td is ListT and ts is ListT:
-        return _elem_ok(s.elem, d.elem, fresh)  # type: ignore[attr-defined]
-    if td is DictT and ts in (DictT, ShapeT):
-        if ts is DictT:
-            return _elem_ok(s.value, d.value, fresh)  # type: ignore[attr-defined]
-        return all(assignable(f.type, d.value, fresh) for f in s.fields)  # type: ignore[attr-defined]
-    if td is ShapeT and ts is ShapeT:
-        for f in d.fields:  # type: ignore[attr-defined]
-            got = s.get(f.name)  # type: ignore[attr-defined]
+    if isinstance(d, ListT) and isinstance(s, ListT):
+        return _elem_ok(s.elem, d.elem, fresh)
+    if isinstance(d, DictT):
+        if isinstance(s, DictT):
+            return _elem_ok(s.value, d.value, fresh)
+        if isinstance(s, ShapeT):
+            return all(assignable(f.type, d.value, fresh) for f in s.fields)
+    if isinstance(d, ShapeT) and isinstance(s, ShapeT):
+        for f in d.fields:
+            got = s.get(f.name)
             if got is None:
                 if not f.optional:
                     return False
-                continue
-            if not assignable(got.type, f.type, fresh):
+            elif not assignable(got.type, f.type, fresh):
                 return False
         return True
-    if td is NamedT and ts is NamedT:
-        for a, b in zip(s.args, d.args):  # type: ignore[attr-defined]
-            if not assignable(a, b, fresh):
-                return False
+    if isinstance(d, NamedT) and isinstance(s, NamedT):
+        return all(assignable(a, b, fresh) for a, b in zip(s.args, d.args))
     return True
 
 
@@ -526,8 +490,8 @@ def _elem_ok(s: Ty | None, d: Ty | None, fresh: bool) -> bool:
         return assignable(s, d, True)
     s2 = widen(unalias(s))
     d2 = unalias(d)
-    if type(s2) is Prim and type(d2) is Prim:
-        return s2.name == d2.name  # type: ignore[union-attr]
+    if isinstance(s2, Prim) and isinstance(d2, Prim):
+        return s2.name == d2.name
     return assignable(s, d, False)
 
 
@@ -539,9 +503,7 @@ def same(a: Ty | None, b: Ty | None) -> bool | None:
     """Whether two types are the same: True/False when certain, None when unknown."""
     a = widen(unalias(a))
     b = widen(unalias(b))
-    if a is None or b is None:
-        return None
-    if type(a) is Gradual or type(b) is Gradual or type(a) is VarT or type(b) is VarT:
+    if a is None or b is None or isinstance(a, (Gradual, VarT)) or isinstance(b, (Gradual, VarT)):
         return None
     ka = kind(a)
     kb = kind(b)
@@ -551,6 +513,6 @@ def same(a: Ty | None, b: Ty | None) -> bool | None:
         if {ka.split(":")[0], kb.split(":")[0]} == {"struct", "dict"}:
             return None  # a struct instance and a dict can stand for one another
         return False
-    if type(a) is Prim and type(b) is Prim:
+    if isinstance(a, Prim) and isinstance(b, Prim):
         return True
     return None
