@@ -8,7 +8,6 @@ parameter, or a name it cannot resolve.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from harnpy.syntax import ast as A
@@ -17,114 +16,143 @@ _NOLIT: Any = object()
 
 
 class Ty:
-    """Base of the type terms (frozen, slotted dataclasses)."""
+    """Base of the type terms: small immutable-by-convention classes with ``__slots__``
+    (plain classes rather than dataclasses keep ``harnpy run`` start-up cheap)."""
 
     __slots__ = ()
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {fmt(self)}>"
 
-@dataclass(frozen=True, slots=True)
+
 class Prim(Ty):
     """A primitive type (``int``, ``string``, ``duration``...). ``lit`` is the value when the
     type was inferred from a literal (used for literal-type checks, never displayed)."""
 
-    name: str
-    lit: Any = _NOLIT
+    __slots__ = ("name", "lit")
+
+    def __init__(self, name: str, lit: Any = _NOLIT) -> None:
+        self.name = name
+        self.lit = lit
 
     @property
     def has_lit(self) -> bool:
         return self.lit is not _NOLIT
 
 
-@dataclass(frozen=True, slots=True)
 class Gradual(Ty):
     """``any``, ``unknown`` or ``never``."""
 
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-@dataclass(frozen=True, slots=True)
 class ListT(Ty):
     """``list<elem>``; ``elem`` None for a bare ``list``."""
 
-    elem: Ty | None
+    __slots__ = ("elem",)
+
+    def __init__(self, elem: Ty | None) -> None:
+        self.elem = elem
 
 
-@dataclass(frozen=True, slots=True)
 class DictT(Ty):
     """``dict<key, value>``; both None for a bare ``dict``."""
 
-    key: Ty | None
-    value: Ty | None
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: Ty | None, value: Ty | None) -> None:
+        self.key = key
+        self.value = value
 
 
-@dataclass(frozen=True, slots=True)
 class Field:
     """One shape field (``type`` None when unknown)."""
 
-    name: str
-    type: Ty | None
-    optional: bool = False
+    __slots__ = ("name", "type", "optional")
+
+    def __init__(self, name: str, type: Ty | None, optional: bool = False) -> None:
+        self.name = name
+        self.type = type
+        self.optional = optional
 
 
-@dataclass(frozen=True, slots=True)
 class ShapeT(Ty):
     """``{a: int, b?: string}``, fields in source order."""
 
-    fields: tuple[Field, ...]
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: tuple[Field, ...]) -> None:
+        self.fields = fields
 
     def get(self, name: str) -> Field | None:
+        """The field called ``name``, if any."""
         for f in self.fields:
             if f.name == name:
                 return f
         return None
 
 
-@dataclass(frozen=True, slots=True)
 class FnT(Ty):
     """``fn(params) -> ret``."""
 
-    params: tuple[Ty | None, ...]
-    ret: Ty | None
+    __slots__ = ("params", "ret")
+
+    def __init__(self, params: tuple[Ty | None, ...], ret: Ty | None) -> None:
+        self.params = params
+        self.ret = ret
 
 
-@dataclass(frozen=True, slots=True)
 class UnionT(Ty):
     """``A | B``."""
 
-    options: tuple[Ty, ...]
+    __slots__ = ("options",)
+
+    def __init__(self, options: tuple[Ty, ...]) -> None:
+        self.options = options
 
 
-@dataclass(frozen=True, slots=True)
 class LitT(Ty):
     """A literal type from an annotation: ``"pass"``, ``2``, ``true``."""
 
-    value: Any
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
-@dataclass(frozen=True, slots=True)
 class NamedT(Ty):
-    """A named type. ``kind`` is ``builtin`` (Result, iter, Generator, Stream, range...),
-    ``struct``, ``enum``, ``interface`` or ``opaque`` (a name we cannot resolve)."""
+    """A named type. ``kind`` is ``builtin`` (Result, iter, Generator, Stream), ``struct``,
+    ``enum``, ``interface`` or ``opaque`` (a name we cannot resolve)."""
 
-    name: str
-    kind: str
-    args: tuple[Ty | None, ...] = ()
+    __slots__ = ("name", "kind", "args")
+
+    def __init__(self, name: str, kind: str, args: tuple[Ty | None, ...] = ()) -> None:
+        self.name = name
+        self.kind = kind
+        self.args = args
 
 
-@dataclass(frozen=True, slots=True)
 class AliasT(Ty):
     """A ``type`` alias use: displayed by name, checked through ``target``."""
 
-    name: str
-    target: Ty | None
-    args: tuple[Ty | None, ...] = ()
+    __slots__ = ("name", "target", "args")
+
+    def __init__(self, name: str, target: Ty | None, args: tuple[Ty | None, ...] = ()) -> None:
+        self.name = name
+        self.target = target
+        self.args = args
 
 
-@dataclass(frozen=True, slots=True)
 class VarT(Ty):
     """A generic type parameter."""
 
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 ANY = Gradual("any")
