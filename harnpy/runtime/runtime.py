@@ -82,6 +82,8 @@ class Runtime:
         self.impls: dict[str, dict[str, Any]] = {}
         self.main_module: ModuleInstance | None = None
         self.main_thread: Thread | None = None
+        #: The thread whose run loop ran last (set by ``Thread.run``; interrupts target it).
+        self.current_thread: Thread | None = None
         self.restoring = False
         from harnpy.runtime.scheduler import Scheduler
 

@@ -420,7 +420,11 @@ def snapshot(thread: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]
     enc.count(roots + impl_roots)
     top = enc.enc(thread.frame, "") if thread.frame is not None else None
     globals_out = {}
+    written: set[int] = set()
     for key, m in mods:
+        if id(m.globals) in written:
+            continue  # REPL entry modules share one globals dict: written once
+        written.add(id(m.globals))
         globals_out[key] = enc.enc(
             {k: v for k, v in m.globals.items() if not _is_import_of(m, k, v, rt)},
             f"{_short(key)}",
@@ -438,7 +442,7 @@ def snapshot(thread: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]
             "hash": m.hash,
             "role": "main" if m is main else "library",
         }
-        if m.path.startswith("<"):
+        if m.path.startswith("<") or getattr(m, "repl", False):
             rec["source"] = m.source
         modules.append(rec)
     from harnpy import __version__
@@ -469,7 +473,10 @@ def _short(key: str) -> str:
 
 
 def _is_import_of(m: Any, name: str, value: Any, rt: Any) -> bool:
-    """Imported names are re-linked on restore, not stored."""
+    """Imported names are re-linked on restore, not stored (except in REPL sessions,
+    whose bindings are all stored: a later entry may rebind an imported name)."""
+    if getattr(m, "repl", False):
+        return False
     if type(value) is Closure and value.code.module is not m:
         return True
     return False

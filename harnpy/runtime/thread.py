@@ -6,6 +6,14 @@ callers), the frame-depth counter, its output sink and its status. :meth:`Thread
 executes instructions of the top frame until the stack is empty (the thread finished), the
 thread blocks, or an uncaught error escapes. Exceptions unwind the explicit frame stack
 through the handler tables of the code objects; Python's own stack never holds Harn state.
+
+Interrupts (Ctrl-C) take a separate unwinding path, :meth:`Thread._unwind_interrupt`: it
+pops frames running only their ``finally`` handlers (never ``catch`` or try-expressions),
+so a script cannot swallow an interrupt, and each ``finally`` block runs once. An interrupt
+is requested by setting ``interrupt_requested`` (checked at loop back-edges and whenever the
+top frame changes, i.e. at every call and return) or by a ``KeyboardInterrupt`` raised
+into the run loop (a blocking builtin); either way the thread ends by raising
+:class:`~harnpy.runtime.errors.HarnInterrupt` once the ``finally`` blocks have run.
 """
 
 from __future__ import annotations
@@ -60,6 +68,9 @@ class Thread:
         #: An error to raise at the blocked call when the thread resumes (ControlWaker).
         self.pending_error: HarnError | None = None
         self.locals: dict[str, Any] = {}
+        #: While a ``finally`` block runs because of an interrupt: ``(frame, finally_pc,
+        #: depth of that frame, the HarnInterrupt)``; see :meth:`_unwind_interrupt`.
+        self._barrier: tuple[Frame, int, int, HarnInterrupt] | None = None
 
     # ---- services used by builtins
 
@@ -196,11 +207,18 @@ class Thread:
 
     def run(self) -> Any:
         """Run until the thread finishes (returns its result) or blocks (returns None with
-        ``status == "blocked"``). Uncaught Harn errors propagate with ``trace`` filled."""
+        ``status == "blocked"``). Uncaught Harn errors propagate with ``trace`` filled; an
+        interrupt propagates as :class:`HarnInterrupt` after the ``finally`` blocks of the
+        active frames have run (status ``"interrupted"``)."""
         self.status = "running"
+        self.runtime.current_thread = self
         frame = self.frame
         pc = 0
-        if self.pending_error is not None and frame is not None and not frame.native:
+        if self.interrupt_requested and frame is not None:
+            # Interrupted while blocked or before it started: unwind from where it waits.
+            self.interrupt_requested = False
+            frame = self._unwind_interrupt(frame, None, HarnInterrupt())
+        elif self.pending_error is not None and frame is not None and not frame.native:
             exc = self.pending_error
             self.pending_error = None
             frame = self._unwind(frame, frame.pc - 1, exc)  # type: ignore[union-attr]
@@ -221,9 +239,14 @@ class Thread:
                                 break
                     if pc == SWITCH:
                         frame = self.frame
+                        if self.interrupt_requested or self._barrier is not None:
+                            self._check_interrupt_at_switch()
                         continue
                     # STOP: finished, blocked or parked
                     if self.finished:
+                        if self._barrier is not None:
+                            # a ``finally`` run for an interrupt returned from the bottom frame
+                            raise self._barrier[3]
                         self.status = "done"
                         self.frame = None
                         return self.result
@@ -231,10 +254,35 @@ class Thread:
                     return None
             except HarnError as exc:
                 frame = self._unwind(frame, pc, exc)
+            except HarnInterrupt as exc:
+                frame = self._unwind_interrupt(*self._interrupt_origin(frame, pc), exc)
+            except KeyboardInterrupt:
+                # Raised by a SIGINT handler inside an instruction or a blocking builtin.
+                frame = self._unwind_interrupt(*self._interrupt_origin(frame, pc), HarnInterrupt())
+
+    def _check_interrupt_at_switch(self) -> None:
+        """At a frame switch: raise a requested interrupt, or resume an interrupt whose
+        ``finally`` block left its frame early (``return`` inside ``finally``)."""
+        if self.interrupt_requested:
+            self.interrupt_requested = False
+            raise HarnInterrupt()
+        b = self._barrier
+        if b is not None and self.depth < b[2]:
+            raise b[3]
+
+    def _interrupt_origin(
+        self, frame: Frame | NativeFrame | None, pc: int
+    ) -> tuple[Frame | NativeFrame | None, int | None]:
+        """Where an interrupt caught by the run loop happened: the run loop's own frame and
+        pc when they are current, else the thread's top frame at its saved resume point."""
+        if frame is self.frame and pc >= 0:
+            return frame, pc
+        return self.frame, None
 
     def _unwind(self, frame: Frame | NativeFrame | None, pc: int, exc: HarnError) -> Frame:
         """Find a handler for ``exc`` starting at ``frame``/``pc``; pop frames without one."""
         at_top = True
+        barrier = self._barrier
         while frame is not None:
             if frame.native:
                 nf: NativeFrame = frame  # type: ignore[assignment]
@@ -246,7 +294,15 @@ class Thread:
             else:
                 f: Frame = frame  # type: ignore[assignment]
                 where = pc if at_top else f.pc - 1
-                h = _find_handler(f.code, where, exc)
+                if barrier is not None and f is barrier[0]:
+                    # An error inside a ``finally`` block that runs for an interrupt: only
+                    # handlers nested in that block may catch it; otherwise the interrupt
+                    # goes on (an error never replaces an interrupt).
+                    h = _find_handler(f.code, where, exc, barrier[1])
+                    if h is None:
+                        return self._unwind_interrupt(f, where, barrier[3])
+                else:
+                    h = _find_handler(f.code, where, exc)
                 if h is not None:
                     _enter_handler(f, h, exc)
                     self.frame = f
@@ -267,10 +323,65 @@ class Thread:
         self.error = exc
         raise exc
 
+    def _unwind_interrupt(
+        self, frame: Frame | NativeFrame | None, where: int | None, exc: HarnInterrupt
+    ) -> Frame:
+        """Unwind for an interrupt, starting at ``frame`` (at instruction ``where``, or at
+        its saved resume point when None): pop frames, entering only ``finally`` handlers.
 
-def _find_handler(code: CodeObject, pc: int, exc: HarnError) -> Any:
+        A ``finally`` handler is entered with the interrupt as its pending throw, so the
+        end of the block re-raises it and unwinding continues outward; while the block runs,
+        ``_barrier`` records it (errors escaping the block do not turn the interrupt into a
+        catchable error, and a ``return`` out of the block does not end the interrupt).
+        Native frames (callback builtins) are closed. When no frame is left the thread's
+        status becomes ``"interrupted"`` and ``exc`` is raised.
+        """
+        self._barrier = None
+        self.interrupt_requested = False
+        first = True
+        while frame is not None:
+            if frame.native:
+                gen = frame.gen  # type: ignore[union-attr]
+                try:
+                    gen.close()
+                except Exception:  # noqa: BLE001 - a builtin's cleanup must not stop this
+                    pass
+            else:
+                f: Frame = frame  # type: ignore[assignment]
+                at = where if first and where is not None else f.pc - 1
+                h = _find_finally(f.code, at)
+                if h is not None:
+                    from harnpy.runtime.instrs import PENDING_THROW
+
+                    f.slots[h.slot] = (PENDING_THROW, exc)
+                    f.pc = h.target
+                    self.frame = f
+                    self._barrier = (f, h.target, self.depth, exc)
+                    return f
+                if f.generator is not None:
+                    g = f.generator
+                    g.done = True
+                    g.running = False
+                    g.frame = None
+            first = False
+            frame = frame.parent
+            self.depth -= 1
+        self.frame = None
+        self.depth = 0
+        self.status = "interrupted"
+        raise exc
+
+
+def _find_finally(code: CodeObject, pc: int) -> Any:
     for h in code.handlers:
-        if h.start <= pc < h.end:
+        if h.kind == "finally" and h.start <= pc < h.end:
+            return h
+    return None
+
+
+def _find_handler(code: CodeObject, pc: int, exc: HarnError, min_start: int = -1) -> Any:
+    for h in code.handlers:
+        if h.start <= pc < h.end and h.start >= min_start:
             if h.catch_type is not None and h.kind == "catch":
                 v = exc.catch_value if isinstance(exc, HarnThrow) else None
                 if not (type(v) is EnumValue and v.enum == h.catch_type):
