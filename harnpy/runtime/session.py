@@ -1,0 +1,605 @@
+"""A live interpreter session for the REPL: one runtime that grows entry by entry.
+
+Each accepted entry (a line or block typed at the prompt, or a file given to ``:load``) is
+parsed, linked and compiled **once** into a pseudo-module keyed ``<repl#N>`` and then run;
+earlier entries are never re-run. All entry modules share one globals dict (plus the
+compile-time tables: binding kinds, enums, ``type`` aliases, struct declarations), so
+bindings, functions, impls and imports persist from one entry to the next. Every entry is
+a module-level code object with a unique ``(module key, code id)`` pair, which is what
+snapshots use to refer to code.
+
+Saving (``:save``) writes an ordinary snapshot document (``harnpy.runtime.snapshot``) of an
+idle thread: the source of every entry is embedded, the session's globals and ``impl``
+tables are encoded as data, and ``extra["repl_session"]`` lists the entries in order.
+Restoring (``:restore``) — in the same or another process — recompiles the entries in order
+*without running them* (identical code ids), loads the libraries they import without
+initialising them, then decodes the saved globals against the recompiled code.
+
+Interrupts: while an entry runs, SIGINT (Ctrl-C) requests an interrupt of the running
+threads (:meth:`Session.interrupt`); the run loop unwinds running only ``finally`` blocks
+(see :mod:`harnpy.runtime.thread`) and :meth:`Session.eval` raises
+:class:`~harnpy.runtime.errors.HarnInterrupt` with the session intact. A second Ctrl-C, or
+one that arrives while the program waits (``sleep``, ``await``) or inside a blocking host
+call, raises ``KeyboardInterrupt`` at once, which the run loop converts the same way.
+
+This module never imports prompt-toolkit (the piped REPL uses it too).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harnpy.diagnostics import Diagnostic, DiagnosticError
+from harnpy.runtime import modules as M
+from harnpy.runtime.code import CodeObject
+from harnpy.runtime.compiler import CompileError, Compiler, ModuleContext
+from harnpy.runtime.errors import HarnError, HarnInterrupt
+from harnpy.runtime.modules import ModuleInstance
+from harnpy.syntax import ast as A
+
+#: Key of the session record inside a snapshot's ``extra`` table.
+SESSION_KEY = "repl_session"
+#: Version of that record's layout.
+SESSION_FORMAT = 1
+#: Name of the code object of every entry (shown in stack traces).
+ENTRY_CODE_NAME = "<repl>"
+
+_DECL_TYPES = (
+    A.FnDecl,
+    A.ToolDecl,
+    A.StructDecl,
+    A.EnumDecl,
+    A.ImplDecl,
+    A.InterfaceDecl,
+    A.TypeDecl,
+    A.SkillDecl,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalResult:
+    """What :meth:`Session.eval` returns: the entry's value and whether a REPL should echo
+    it (``show`` is False for ``nil``, i.e. statements, declarations and nil values)."""
+
+    value: Any
+    show: bool
+
+
+class EntryModule(ModuleInstance):
+    """One REPL entry (or ``:load``-ed file) as a pseudo-module.
+
+    ``key`` is ``<repl#N>`` (its name in ``runtime.modules`` and in snapshots); ``path`` is
+    the key for typed entries and the file's absolute path for loaded files (diagnostics
+    and stack traces show it). ``base_dir`` is the directory relative imports resolve
+    against: the working directory when the entry was typed, or the loaded file's folder.
+    """
+
+    def __init__(self, key: str, path: str, source: str, tree: A.Module, base_dir: str) -> None:
+        super().__init__(path, source, tree, repl=True)
+        self.key = key
+        self.base_dir = base_dir
+
+    @property
+    def directory(self) -> str:
+        return self.base_dir
+
+
+class Session:
+    """One persistent interpreter session (see the module docstring).
+
+    Args:
+        stdout / stderr: text sinks for the program's output (default: sys streams).
+        argv: script arguments visible to the ``argv`` builtin.
+        max_depth: Harn frame limit (default: the runtime's).
+        handle_sigint: install a SIGINT handler while an entry runs (only possible on the
+            main Python thread; ignored elsewhere).
+
+    Attributes:
+        runtime: the :class:`~harnpy.runtime.runtime.Runtime` (replaced by ``reset`` and
+            ``restore``).
+        entries: the accepted entry modules, oldest first.
+        globals: the bindings shared by all entries (name -> Harn value).
+    """
+
+    def __init__(
+        self,
+        stdout: Callable[[str], Any] | None = None,
+        stderr: Callable[[str], Any] | None = None,
+        argv: list[str] | None = None,
+        max_depth: int | None = None,
+        handle_sigint: bool = True,
+    ) -> None:
+        self._stdout = stdout
+        self._stderr = stderr
+        self._argv = list(argv or [])
+        self._max_depth = max_depth
+        self.handle_sigint = handle_sigint
+        self._thread: Any = None
+        self._sigints = 0
+        self._hint_timer: threading.Timer | None = None
+        self._stdout_isatty = False
+        self._init_state()
+
+    @property
+    def stdout_isatty(self) -> bool:
+        """What ``is_stdout_tty()`` reports to programs in this session (kept across
+        ``reset``/``restore``)."""
+        return self._stdout_isatty
+
+    @stdout_isatty.setter
+    def stdout_isatty(self, flag: bool) -> None:
+        self._stdout_isatty = flag
+        self.runtime.stdout_isatty = flag
+
+    # ------------------------------------------------------------------ state
+
+    def _init_state(self) -> None:
+        from harnpy.runtime.runtime import Runtime
+
+        kwargs: dict[str, Any] = {}
+        if self._max_depth:
+            kwargs["max_depth"] = self._max_depth
+        self.runtime = Runtime(argv=self._argv, stdout=self._stdout, stderr=self._stderr, **kwargs)
+        self.runtime.stdout_isatty = self._stdout_isatty
+        self.globals: dict[str, Any] = {}
+        self.global_kinds: dict[str, str] = {}
+        self.type_aliases: dict[str, Any] = {}
+        self.enums: dict[str, dict[str, int]] = {}
+        self.alias_decls: dict[str, Any] = {}
+        self.struct_decls: dict[str, Any] = {}
+        self.entries: list[EntryModule] = []
+        self.counter = 0
+
+    def _adopt(self, other: Session) -> None:
+        for name in (
+            "runtime",
+            "globals",
+            "global_kinds",
+            "type_aliases",
+            "enums",
+            "alias_decls",
+            "struct_decls",
+            "entries",
+            "counter",
+        ):
+            setattr(self, name, getattr(other, name))
+
+    def reset(self) -> None:
+        """Forget everything: a fresh runtime with no bindings (``:reset``)."""
+        self._init_state()
+
+    # ------------------------------------------------------------- compiling
+
+    def compile_entry(
+        self,
+        source: str,
+        path: str | None = None,
+        key: str | None = None,
+        base_dir: str | None = None,
+    ) -> EntryModule:
+        """Parse, link and compile one entry and register it (without running it).
+
+        ``path`` defaults to the new key ``<repl#N>``; ``key`` is only given when
+        restoring. Raises :class:`DiagnosticError` for syntax, import and compile errors;
+        the session is unchanged then (except for imported libraries that were loaded).
+        """
+        from harnpy.syntax import parse
+
+        rt = self.runtime
+        if key is None:
+            # Every submitted entry takes a number, even one that fails to compile, so a
+            # diagnostic's ``<repl#N>`` names exactly one entry.
+            self.counter += 1
+            key = f"<repl#{self.counter}>"
+        if path is None:
+            path = key
+        if base_dir is None:
+            base_dir = os.path.dirname(path) if not path.startswith("<") else os.getcwd()
+        tree = parse(source, path)
+        mod = EntryModule(key, path, source, tree, base_dir)
+        mod.globals = self.globals
+        mod.global_kinds = self.global_kinds
+        mod.type_aliases = self.type_aliases
+        mod.constants = rt.constants
+        kinds_before = dict(self.global_kinds)
+        try:
+            rt._link_imports(mod)
+            mod.init_code = self._compile(mod)
+        except BaseException:
+            # Keep the kinds of names an import did bind; forget the rest of this entry.
+            self.global_kinds.clear()
+            self.global_kinds.update(kinds_before)
+            for name in mod.globals.keys() - kinds_before.keys():
+                self.global_kinds[name] = "fn"
+            raise
+        rt.modules[key] = mod
+        self.entries.append(mod)
+        n = _entry_number(key)
+        if n is not None:
+            self.counter = max(self.counter, n)
+        return mod
+
+    def _compile(self, mod: EntryModule) -> CodeObject:
+        """Compile ``mod`` against everything the session has declared so far.
+
+        The context depends only on the sequence of compiled entries (never on run-time
+        values), so recompiling the same entries on restore yields the same code.
+        """
+        rt = self.runtime
+        tree = mod.ast
+        names = M.top_level_names(tree)
+        self.global_kinds.update(names)
+        self.enums.update(M.collect_enums(tree))
+        aliases, structs = M.collect_types(tree)
+        self.alias_decls.update(aliases)
+        self.struct_decls.update(structs)
+        ctx = ModuleContext(
+            module=mod,
+            global_names=set(self.global_kinds),
+            enums=dict(self.enums),
+            builtins=rt.builtins,
+            pure_builtins=rt.pure_builtins,
+        )
+        ctx.type_aliases = dict(self.alias_decls)
+        ctx.structs_decl = dict(self.struct_decls)
+        comp = Compiler(ctx)
+        entry = M.entry_pipeline(tree)
+        try:
+            if entry is None:
+                stmts = [s for s in tree.body if type(s) is not A.ImportDecl]
+                code = comp.compile_module_body(stmts, -1, ENTRY_CODE_NAME, returns_last=True)
+            else:
+                # A file (or entry) with a pipeline runs like ``harnpy run``: top-level
+                # bindings, then declarations, then the entry pipeline (spec 2.1).
+                body: list[Any] = []
+                decls: list[Any] = []
+                for s in tree.body:
+                    u = M._unwrap(s)
+                    if type(u) is A.LetStmt:
+                        body.append(s)
+                    elif type(u) in _DECL_TYPES:
+                        decls.append(s)
+                chain = M.pipeline_chain(tree, entry)
+                code = comp.compile_module_body(
+                    body + decls, -1, ENTRY_CODE_NAME, returns_last=False, pipelines=chain
+                )
+        except CompileError as e:
+            raise M.syntax_error(mod.path, mod.source, e.message, e.span, e.code) from None
+        mod.codes[code.id] = code
+        for c in ctx.codes:
+            mod.codes[c.id] = c
+        return code
+
+    # --------------------------------------------------------------- running
+
+    def eval(self, source: str, path: str | None = None) -> EvalResult:
+        """Parse, compile and run one entry; return its value.
+
+        Raises :class:`DiagnosticError` (nothing ran), :class:`HarnError` (an uncaught
+        runtime error; bindings made before it stay), :class:`HarnInterrupt` (Ctrl-C; the
+        ``finally`` blocks ran) — the session stays usable after each of them.
+        ``harnpy.stdlib.fs.HarnExit`` (the ``exit`` builtin) propagates as well.
+        """
+        mod = self.compile_entry(source, path)
+        assert mod.init_code is not None
+        value = self.run_code(mod.init_code)
+        return EvalResult(value, value is not None)
+
+    def load_file(self, path: str) -> EvalResult:
+        """Run a file in the session (``:load``): like an entry whose text is the file's.
+
+        Raises OSError / UnicodeDecodeError when the file cannot be read, and whatever
+        :meth:`eval` raises.
+        """
+        full = os.path.abspath(os.path.expanduser(path))
+        with open(full, encoding="utf-8") as fh:
+            source = fh.read()
+        return self.eval(source, full)
+
+    def run_code(self, code: CodeObject) -> Any:
+        """Run a module-level code object on a new main thread through the scheduler."""
+        from harnpy.runtime.thread import Thread
+
+        rt = self.runtime
+        th = Thread(rt, "main")
+        th.start(code, [None] * code.nslots)
+        rt.main_thread = th
+        self._thread = th
+        self._sigints = 0
+        restore_handler = self._install_sigint()
+        try:
+            try:
+                return rt.scheduler.run_until(th)
+            except (HarnInterrupt, KeyboardInterrupt):
+                self._finish_interrupted(th)
+                raise HarnInterrupt() from None
+            except HarnError:
+                self._clear_scheduler(keep=False)
+                raise
+        finally:
+            self._thread = None
+            if self._hint_timer is not None:
+                self._hint_timer.cancel()
+                self._hint_timer = None
+            restore_handler()
+
+    def _finish_interrupted(self, main: Any) -> None:
+        """After an interrupt escaped the scheduler: drop other tasks and timers, and let the
+        main thread (if it was waiting rather than running) run its ``finally`` blocks."""
+        rt = self.runtime
+        self._clear_scheduler(keep=False)
+        if main.frame is not None and main.status not in ("done", "failed", "interrupted"):
+            main.interrupt_requested = True
+            try:
+                rt.scheduler.run_until(main)
+            except (HarnInterrupt, KeyboardInterrupt, HarnError):
+                pass
+            self._clear_scheduler(keep=False)
+        main.interrupt_requested = False
+
+    def _clear_scheduler(self, keep: bool) -> None:
+        if keep:
+            return
+        sched = self.runtime.scheduler
+        sched.ready.clear()
+        sched.blocked.clear()
+        sched.timers.clear()
+        for fut in list(sched.futures):
+            fut.cancel()
+        sched.futures.clear()
+
+    # ------------------------------------------------------------ interrupts
+
+    def interrupt(self) -> None:
+        """Ask the running entry to stop (thread-safe; a no-op when nothing runs).
+
+        Flags the main thread, the thread running right now and every queued or blocked
+        thread; each stops at its next loop back-edge, call or return.
+        """
+        th = self._thread
+        if th is None:
+            return
+        rt = self.runtime
+        sched = rt.scheduler
+        targets = [th, getattr(rt, "current_thread", None)]
+        try:
+            targets.extend(list(sched.ready))
+            targets.extend(list(sched.blocked))
+        except RuntimeError:  # mutated while we looked (called from another thread)
+            pass
+        for t in targets:
+            if t is not None:
+                t.interrupt_requested = True
+
+    def _install_sigint(self) -> Callable[[], None]:
+        if not self.handle_sigint or threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        try:
+            previous = signal.signal(signal.SIGINT, self._on_sigint)
+        except (ValueError, OSError):
+            return lambda: None
+
+        def restore() -> None:
+            signal.signal(signal.SIGINT, previous)
+
+        return restore
+
+    def _on_sigint(self, signum: int, pyframe: Any) -> None:
+        self._sigints += 1
+        if self._sigints > 1 or _waiting_or_blocked(pyframe):
+            raise KeyboardInterrupt
+        self.interrupt()
+        t = threading.Timer(2.0, self._hint)
+        t.daemon = True
+        self._hint_timer = t
+        t.start()
+
+    def _hint(self) -> None:
+        if self._thread is not None and self._sigints == 1:
+            self.runtime.write_err("(still stopping; press Ctrl-C again to interrupt at once)\n")
+
+    # ------------------------------------------------------------- snapshots
+
+    def session_record(self) -> dict[str, Any]:
+        """The ``extra["repl_session"]`` record: entry order, paths and base folders."""
+        return {
+            "format": SESSION_FORMAT,
+            "counter": self.counter,
+            "entries": [
+                {"key": e.key, "path": e.path, "base_dir": e.base_dir} for e in self.entries
+            ],
+        }
+
+    def save(self, path: str) -> int:
+        """Write the whole session to a snapshot file (atomically); returns its size in
+        bytes. Raises :class:`~harnpy.runtime.snapshot.SnapshotError` when a binding holds
+        something that is not data (an open handle, a running task...)."""
+        from harnpy.runtime.snapshot import dumps, snapshot, write_atomic
+        from harnpy.runtime.thread import Thread
+
+        th = Thread(self.runtime, "repl")
+        doc = snapshot(th, extra={SESSION_KEY: self.session_record()})
+        text = dumps(doc)
+        write_atomic(os.path.expanduser(path), text)
+        return len(text.encode("utf-8"))
+
+    def restore(self, path: str) -> None:
+        """Replace this session with the one saved in ``path`` (see the module docstring).
+
+        Raises :class:`~harnpy.runtime.snapshot.SnapshotError` (not a session snapshot,
+        changed library source, other codegen version...) or :class:`DiagnosticError`; the
+        current session is kept unchanged when restoring fails.
+        """
+        from harnpy.runtime.snapshot import SnapshotError, load_document, restore
+
+        doc = load_document(os.path.expanduser(path))
+        meta = doc.get("extra", {}).get(SESSION_KEY)
+        if not isinstance(meta, dict) or not isinstance(meta.get("entries"), list):
+            raise SnapshotError(
+                f"{path} is not a REPL session snapshot (resume program snapshots with "
+                "`harnpy run --resume`)",
+                "E404",
+            )
+        records = {r["key"]: r for r in doc["modules"]}
+        fresh = Session(
+            stdout=self._stdout,
+            stderr=self._stderr,
+            argv=self._argv,
+            max_depth=self._max_depth,
+            handle_sigint=self.handle_sigint,
+        )
+        fresh.stdout_isatty = self._stdout_isatty
+        rt = fresh.runtime
+        rt.restoring = True
+        try:
+            for e in meta["entries"]:
+                rec = records.get(e.get("key"))
+                if rec is None or rec.get("source") is None:
+                    raise SnapshotError(
+                        f"snapshot lacks the source of REPL entry {e.get('key')!r}", "E404"
+                    )
+                fresh.compile_entry(
+                    rec["source"], path=e["path"], key=e["key"], base_dir=e["base_dir"]
+                )
+            restore(doc, rt)
+        finally:
+            rt.restoring = False
+        fresh._relink_libraries()
+        fresh.counter = max(fresh.counter, int(meta.get("counter", 0)))
+        self._adopt(fresh)
+
+    def _relink_libraries(self) -> None:
+        """After a restore: recompute library exports and bind the names libraries import
+        from each other. (Entry bindings, imported ones included, come from the snapshot.)"""
+        from harnpy.runtime.runtime import export_names
+
+        rt = self.runtime
+        entry_ids = {id(e) for e in self.entries}
+        libs = [m for m in rt.modules.values() if id(m) not in entry_ids]
+        for m in libs:
+            m.exports = {n: m.globals.get(n) for n in export_names(m)}
+        for m in libs:
+            for s, key in m.import_links:
+                lib = rt.modules[key]
+                names = export_names(lib) if s.names is None else list(s.names)
+                for name in names:
+                    m.globals[name] = lib.exports.get(name, lib.globals.get(name))
+
+    # ---------------------------------------------------------------- errors
+
+    def render_error(self, exc: BaseException) -> str:
+        """The diagnostic text for an error raised by :meth:`eval`, in the format of
+        ``harnpy run`` (``path:line:col: error[CODE]: message``, the source line with a
+        caret, and the Harn stack trace when the error came from inside a call)."""
+        if isinstance(exc, DiagnosticError):
+            return exc.render()
+        if isinstance(exc, HarnError):
+            trace = list(exc.trace)
+            if not trace:
+                return f"error[{exc.code}]: {exc.message}"
+            top = trace[0]
+            d = Diagnostic(
+                exc.code, exc.message, top.path, top.line, top.col, source=self._source(top.path)
+            )
+            lines = [d.render()]
+            if len(trace) > 1:
+                lines.append("stack trace (most recent call first):")
+                for t in trace:
+                    lines.append(f"  at {t.function} ({t.path}:{t.line}:{t.col})")
+            return "\n".join(lines)
+        code = getattr(exc, "code", None)
+        message = getattr(exc, "message", None) or str(exc)
+        return f"error[{code}]: {message}" if isinstance(code, str) else f"error: {message}"
+
+    def _source(self, path: str) -> str | None:
+        for m in self.runtime.modules.values():
+            if m.path == path:
+                return m.source
+        return None
+
+    # ------------------------------------------------------------ inspection
+
+    def names(self) -> dict[str, str]:
+        """Names in scope at the prompt with their kind (``let``/``var``/``fn``/``enum``)."""
+        out = dict(self.global_kinds)
+        for n in self.enums:
+            out.setdefault(n, "enum")
+        return out
+
+    def find_definition(self, name: str) -> tuple[ModuleInstance, Any] | None:
+        """The module and declaration node (``fn``/``tool``/``struct``/``enum``) that
+        defines ``name``, searching the latest entry first, then imported libraries."""
+        value = self.globals.get(name)
+        code = getattr(value, "code", None)
+        if code is not None and code.module is not None:
+            node = _find_decl(code.module.ast, name)
+            if node is not None:
+                return code.module, node
+        for mod in reversed(self.entries):
+            node = _find_decl(mod.ast, name)
+            if node is not None:
+                return mod, node
+        return None
+
+
+def _find_decl(tree: A.Module, name: str) -> Any:
+    for s in tree.body:
+        u = M._unwrap(s)
+        if type(u) in (A.FnDecl, A.ToolDecl, A.StructDecl, A.EnumDecl, A.TypeDecl):
+            if getattr(u, "name", None) == name:
+                return u
+    return None
+
+
+def doc_comment(source: str, node: Any) -> str:
+    """The ``///`` doc comment lines right above a declaration (without the slashes)."""
+    lines = source.split("\n")
+    i = node.span.line - 2
+    out: list[str] = []
+    while i >= 0:
+        text = lines[i].strip()
+        if text.startswith("@"):  # attributes between the comment and the declaration
+            i -= 1
+            continue
+        if not text.startswith("///") or text.startswith("////"):
+            break
+        out.append(text[3:].strip())
+        i -= 1
+    return "\n".join(reversed(out))
+
+
+def _entry_number(key: str) -> int | None:
+    if key.startswith("<repl#") and key.endswith(">"):
+        try:
+            return int(key[6:-1])
+        except ValueError:
+            return None
+    return None
+
+
+def _waiting_or_blocked(pyframe: Any) -> bool:
+    """True when Ctrl-C arrived while the scheduler waits for a timer or a host future,
+    or while Python code outside harnpy runs (a blocking host call inside a builtin): the
+    interrupt must then be raised right away rather than at the next safe point."""
+    if pyframe is None:
+        return False
+    from harnpy.runtime.scheduler import Scheduler
+
+    wait_code = Scheduler._wait_for_event.__code__
+    name = pyframe.f_globals.get("__name__", "")
+    if not (name == "harnpy" or name.startswith("harnpy.")):
+        return True
+    f = pyframe
+    while f is not None:
+        if f.f_code is wait_code:
+            return True
+        f = f.f_back
+    return False
+
+
+__all__ = ["Session", "EvalResult", "EntryModule", "SESSION_KEY", "doc_comment"]
