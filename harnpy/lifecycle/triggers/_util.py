@@ -1,0 +1,91 @@
+"""Small helpers of the trigger package: ids, timestamps, atomic snapshot edits (private)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+
+def uuid7(ms: int) -> str:
+    """A version-7 UUID whose time part is ``ms`` (epoch milliseconds)."""
+    ms &= (1 << 48) - 1
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (
+        (ms << 80) | (0x7 << 76) | ((rand >> 68) << 64) | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    )
+    return str(uuid.UUID(int=value))
+
+
+def rfc3339(ms: int) -> str:
+    """``2026-05-01T00:00:20Z`` (milliseconds shown only when non-zero)."""
+    d = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    if ms % 1000:
+        return d.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return d.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sanitize_id(text: str) -> str:
+    """Replace every character outside ``[A-Za-z0-9_-]`` by ``_``."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
+def file_sha256(path: str | None) -> str | None:
+    """Hex SHA-256 of a file's bytes, or None when it cannot be read."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def rewrite_snapshot_status(
+    path: str, status: str, error: str | None, now_ms: int, extra: dict[str, Any] | None = None
+) -> bool:
+    """Atomically set a worker snapshot's ``status`` (and ``error``/``latest_error``), drop
+    its ``suspension`` record and stamp ``finished_at``. False when the file is missing or
+    is not a JSON object (it is then left untouched)."""
+    from harnpy.runtime.snapshot import write_atomic
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    if not isinstance(doc, dict):
+        return False
+    inner = doc.get("worker")
+    target: dict[str, Any] = inner if isinstance(inner, dict) else doc
+    target["status"] = status
+    if error is not None:
+        target["error"] = error
+        target["latest_error"] = error
+    target["suspension"] = None
+    target["finished_at"] = rfc3339(now_ms)
+    if extra:
+        target.update(extra)
+    write_atomic(path, json.dumps(doc, indent=2, sort_keys=False), max_bytes=None)
+    return True
+
+
+def snapshot_status(path: str | None) -> str | None:
+    """The ``status`` recorded in a worker snapshot file (top level or under ``worker``)."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    inner = doc.get("worker")
+    target: dict[str, Any] = inner if isinstance(inner, dict) else doc
+    st = target.get("status")
+    return st if isinstance(st, str) else None
