@@ -36,3 +36,5 @@ def load_all() -> None:
     import harnpy.stdlib.timelib  # noqa: F401
     import harnpy.stdlib.tracing  # noqa: F401
     import harnpy.stdlib.web  # noqa: F401
+    # after the agents layer: it replaces the minimal ``parse_resume_conditions``
+    import harnpy.lifecycle.triggers.builtins  # noqa: F401
