@@ -71,7 +71,9 @@ class Runtime:
 
             self.constants.update({"pi": math.pi, "e": math.e})
         self.pure_builtins = {
-            n for n, b in BUILTINS.items() if not b.callback and n not in CONTROL_BUILTINS
+            n
+            for n, b in BUILTINS.items()
+            if not b.callback and not b.control and n not in CONTROL_BUILTINS
         }
         self.argv = list(argv or [])
         self._stdout = stdout or _stdout_writer()
@@ -95,6 +97,14 @@ class Runtime:
         except ImportError:  # pragma: no cover - clock module lands with the time builtins
             self.clock = None
         self.stdout_isatty = False
+        #: ``--llm-mock`` / ``--llm-mock-record`` files (set by the CLI).
+        self.llm_cli_options: dict[str, Any] | None = None
+        #: Agent services (LLM host, worker registry, events), created on first use by
+        #: :func:`harnpy.lifecycle.services.services`.
+        self.agent_state: Any = None
+        from harnpy.lifecycle.harness import install as install_harness
+
+        install_harness(self)
 
     # ---- output
 
@@ -103,6 +113,15 @@ class Runtime:
 
     def write_err(self, text: str) -> None:
         self._stderr(text)
+
+    # ---- pipeline parameters
+
+    def pipeline_argument(self, name: str) -> Any:
+        """The value of entry-pipeline parameter ``name``: the ``Harness`` for a parameter
+        named ``harness`` (any case), nil for any other (lifecycle.md 0)."""
+        from harnpy.lifecycle.harness import pipeline_argument
+
+        return pipeline_argument(self, name)
 
     # ---- impl methods and tools
 

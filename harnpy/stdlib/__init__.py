@@ -10,6 +10,18 @@ def load_all() -> None:
 
     Idempotent (Python imports each module once).
     """
+    import harnpy.lifecycle.agents  # noqa: F401
+    import harnpy.lifecycle.harness  # noqa: F401
+    import harnpy.lifecycle.llm_builtins  # noqa: F401
+    import harnpy.lifecycle.resume_conditions  # noqa: F401
+    import harnpy.lifecycle.sessions  # noqa: F401
+    import harnpy.lifecycle.tools  # noqa: F401
+    import harnpy.lifecycle.transcript  # noqa: F401
+
+    # after the agents layer: it replaces the minimal ``parse_resume_conditions``
+    import harnpy.lifecycle.triggers.builtins  # noqa: F401
+    import harnpy.lifecycle.turns  # noqa: F401
+    import harnpy.lifecycle.workers  # noqa: F401
     import harnpy.stdlib.concurrency  # noqa: F401
     import harnpy.stdlib.core  # noqa: F401
     import harnpy.stdlib.dicts  # noqa: F401
@@ -36,5 +48,3 @@ def load_all() -> None:
     import harnpy.stdlib.timelib  # noqa: F401
     import harnpy.stdlib.tracing  # noqa: F401
     import harnpy.stdlib.web  # noqa: F401
-    # after the agents layer: it replaces the minimal ``parse_resume_conditions``
-    import harnpy.lifecycle.triggers.builtins  # noqa: F401

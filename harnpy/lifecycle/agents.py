@@ -1,0 +1,738 @@
+"""``agent_loop`` and the ``__agent_*`` primitives the Harn loop code runs on
+(lifecycle.md 2.13; the loop itself is ``stdlib/std/agent/_loop.harn``).
+
+Loop state is one Harn dict threaded through the loop frame (``st = prim(st, ...)``); every
+primitive returns a new dict and never mutates its argument. Its keys::
+
+    _type: "agent_loop_state", prompt, system, llm_options (provider/model/... for requests),
+    tools: [registry entry], tool_format, policy, max_iterations, loop_until_done,
+    done_sentinel, max_nudges, nudge, daemon, wake_interval_ms, session_id, worker_id,
+    transcript, iteration, nudges, text_parts, last_text, input_tokens, output_tokens,
+    started_ms, records: [tool call record], pending_calls, reminders, status, finished,
+    error, idle, suspend_request, suspension
+
+One turn (the Harn side): ``__agent_llm_turn`` (blocks on the model) ->
+``__agent_prepare_calls`` -> either park (``agent_await_resumption``) or dispatch each call
+from Harn (``try`` around the handler, then ``__agent_tool_done``) -> ``__agent_after_turn``
+(stop conditions) -> ``__turn_boundary``.
+
+Stop conditions: a text-only answer ends the loop (``done``) unless ``loop_until_done``
+(alias ``persistent``) asks for the done sentinel (``done_sentinel``; default ``##DONE##``
+when the loop offers no tools, none in native-tool loops), in which case the loop nudges
+the model up to ``max_nudges`` (default 8) consecutive times (``stuck``); ``max_iterations``
+(default 50) model calls give ``budget_exhausted``; a provider failure ends it with
+``provider_error`` and ``error``. Daemon loops (``daemon: true``) idle after a text-only turn
+instead: they record an internal ``agent_await_resumption`` audit and, with
+``wake_interval_ms``, sleep and take another turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnpy.lifecycle._common import (
+    arg,
+    error_text,
+    loop_function,
+    push_call,
+    require_instruction_call,
+    strip_harness,
+    thrown,
+)
+from harnpy.lifecycle.llm_builtins import (
+    assistant_message,
+    build,
+    submit_blocking,
+    visible_text,
+)
+from harnpy.lifecycle.resume_conditions import ConditionsError, await_request
+from harnpy.lifecycle.services import services
+from harnpy.lifecycle.tools import (
+    outcome_of,
+    prepare_call,
+    render_result,
+    to_entries,
+    wire_tools,
+)
+from harnpy.lifecycle.transcript import append_event, append_message, coerce, new_transcript
+from harnpy.runtime.display import display
+from harnpy.runtime.errors import HarnError, plain_error
+from harnpy.runtime.scheduler import block_control
+from harnpy.stdlib.registry import builtin
+
+DEFAULT_MAX_ITERATIONS = 50
+DEFAULT_MAX_NUDGES = 8
+DONE_SENTINEL = "##DONE##"
+DEFAULT_NUDGE = (
+    "You have not signalled completion yet. Continue working on the task; when it is "
+    "complete, reply with {sentinel}."
+)
+PARK_TOOL = "agent_await_resumption"
+
+#: Options copied into every model request of a loop.
+_LLM_KEYS = (
+    "provider",
+    "model",
+    "base_url",
+    "api_key",
+    "temperature",
+    "max_tokens",
+    "thinking",
+    "timeout",
+    "timeout_ms",
+    "llm_retries",
+    "retries",
+    "llm_backoff_ms",
+    "backoff_ms",
+)
+
+
+# ------------------------------------------------------------------------------ state
+
+
+def _int_option(opts: dict[str, Any], key: str, default: int) -> int:
+    v = opts.get(key)
+    if v is None:
+        return default
+    if type(v) is not int or v < 0:
+        raise thrown(f"agent_loop: option `{key}` must be a non-negative int")
+    return v
+
+
+def current_worker_id(thread: Any) -> str | None:
+    """The worker id of ``thread`` when it is a worker's thread, else None."""
+    return getattr(thread, "worker_id", None)
+
+
+def new_state(
+    runtime: Any,
+    prompt: Any,
+    system: Any,
+    options: Any,
+    *,
+    worker_id: str | None = None,
+    transcript: Any = None,
+    where: str = "agent_loop",
+) -> dict[str, Any]:
+    """The initial loop state for ``agent_loop(prompt, system, options)``.
+
+    ``transcript`` (a transcript or message list) continues an earlier conversation; the
+    prompt is appended to it as a user message. ``options.messages`` replaces the prompt.
+
+    Raises:
+        HarnThrow: for malformed options or tools.
+    """
+    if options is not None and type(options) is not dict:
+        raise thrown(f"{where}: options must be a dict")
+    if system is not None and type(system) is not str:
+        raise thrown(f"{where}: system must be a string or nil")
+    opts: dict[str, Any] = dict(options or {})
+    if system is None and type(opts.get("system")) is str:
+        system = opts["system"]
+    svc = services(runtime)
+    entries = to_entries(runtime, opts.get("tools"), where)
+    tool_format = opts.get("tool_format") or "native"
+    if tool_format not in ("native", "text", "auto"):
+        raise thrown(f'{where}: tool_format must be "native" or "text"')
+    policy = opts.get("policy")
+    if policy is not None and type(policy) is not dict:
+        raise thrown(f"{where}: option `policy` must be a dict")
+    if opts.get("allowed_tools") is not None or opts.get("denied_tools") is not None:
+        policy = dict(policy or {})
+        if opts.get("allowed_tools") is not None:
+            policy["tools"] = opts["allowed_tools"]
+        if opts.get("denied_tools") is not None:
+            policy["deny"] = opts["denied_tools"]
+    loop_until_done = bool(opts.get("loop_until_done") or opts.get("persistent"))
+    if "done_sentinel" in opts:
+        sentinel = opts["done_sentinel"]
+    elif loop_until_done and not entries:
+        sentinel = DONE_SENTINEL
+    else:
+        sentinel = None
+    if sentinel is not None and (type(sentinel) is not str or not sentinel):
+        raise thrown(f"{where}: done_sentinel must be a non-empty string or nil")
+    nudge = opts.get("nudge")
+    if type(nudge) is not str:
+        nudge = DEFAULT_NUDGE.format(sentinel=sentinel or DONE_SENTINEL)
+    session_id = opts.get("session_id")
+    if session_id is None:
+        session_id = f"agent_session_{svc.ids.uuid7(runtime)}"
+    elif type(session_id) is not str:
+        session_id = display(session_id)
+    t = coerce(transcript, where) if transcript is not None else new_transcript()
+    t = {**t, "metadata": {**(t.get("metadata") or {}), "session_id": session_id}}
+    if type(opts.get("messages")) is list:
+        for m in opts["messages"]:
+            t = append_message(t, m)
+    elif prompt is not None:
+        t = append_message(
+            t, {"role": "user", "content": prompt if type(prompt) is str else display(prompt)}
+        )
+    wake = opts.get("wake_interval_ms")
+    st: dict[str, Any] = {
+        "_type": "agent_loop_state",
+        "prompt": prompt,
+        "system": system,
+        "llm_options": {k: opts[k] for k in _LLM_KEYS if opts.get(k) is not None},
+        "tools": entries,
+        "tool_format": "native" if tool_format == "auto" else tool_format,
+        "policy": policy,
+        "max_iterations": _int_option(opts, "max_iterations", DEFAULT_MAX_ITERATIONS),
+        "loop_until_done": loop_until_done,
+        "done_sentinel": sentinel,
+        "max_nudges": _int_option(opts, "max_nudges", DEFAULT_MAX_NUDGES),
+        "nudge": nudge,
+        "daemon": bool(opts.get("daemon")),
+        "wake_interval_ms": wake if type(wake) is int and wake > 0 else None,
+        "session_id": session_id,
+        "worker_id": worker_id,
+        "transcript": t,
+        "iteration": 0,
+        "nudges": 0,
+        "text_parts": [],
+        "last_text": "",
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "started_ms": int(runtime.clock.monotonic_ms()),
+        "records": [],
+        "pending_calls": [],
+        "reminders": [],
+        "status": None,
+        "finished": False,
+        "error": None,
+        "idle": False,
+        "suspend_request": None,
+        "suspension": None,
+        "model": None,
+        "provider": None,
+    }
+    svc.sessions[session_id] = t
+    return st
+
+
+def _check_state(st: Any, name: str) -> dict[str, Any]:
+    if type(st) is not dict or st.get("_type") != "agent_loop_state":
+        raise plain_error(f"Runtime error: {name}: internal: not an agent loop state", "E300")
+    return st
+
+
+def _emit(
+    runtime: Any, st: dict[str, Any], t: dict[str, Any], event: dict[str, Any]
+) -> dict[str, Any]:
+    """Append ``event`` to transcript ``t`` and mirror it to the session event log."""
+    svc = services(runtime)
+    svc.emit_session_event(st["session_id"], {"type": event["kind"], **event})
+    return append_event(t, event)
+
+
+def _with_transcript(
+    runtime: Any, st: dict[str, Any], t: dict[str, Any], **changes: Any
+) -> dict[str, Any]:
+    services(runtime).sessions[st["session_id"]] = t
+    return {**st, "transcript": t, **changes}
+
+
+# ----------------------------------------------------------------------------- builtins
+
+
+@builtin("agent_loop", aliases=("__agent_loop",), control=True)
+def agent_loop(thread: Any, *args: Any) -> Any:
+    """``agent_loop(prompt, system?, options?)`` (also ``agent_loop(harness, ...)``): run an
+    agent loop to its end and return ``{status, text, visible_text, iterations, llm:
+    {iterations, duration_ms, input_tokens, output_tokens}, tools: {calls, successful,
+    rejected, mode}, tool_calls: [record], deferred_user_messages, daemon_state,
+    daemon_snapshot_path, task_ledger, trace, transcript, session_id}`` (lifecycle.md 2.13).
+
+    Runs the Harn loop of ``std/agent/_loop`` as a frame of the calling thread (no Python
+    state in between), so the loop can be snapshotted at every turn boundary.
+    ``agent_loop(prompt, options)`` with a dict second argument is accepted too.
+    """
+    require_instruction_call(thread, "agent_loop")
+    args = strip_harness(args)
+    prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
+    if type(system) is dict and options is None:
+        system, options = None, system
+    rt = thread.runtime
+    st = new_state(rt, prompt, system, options, worker_id=current_worker_id(thread))
+    push_call(thread, loop_function(rt, "__agent_loop_run"), [st])
+    return None
+
+
+@builtin("__agent_llm_turn", control=True)
+def agent_llm_turn(thread: Any, st: Any = None) -> Any:
+    """``__agent_llm_turn(st)``: send the transcript (plus pending reminders as a trailing
+    user message) to the model and block until it answers; returns the state with the
+    assistant message appended, ``pending_calls`` set and the counters advanced. Provider
+    failures are thrown as ``{category, message}`` dicts."""
+    st = _check_state(st, "__agent_llm_turn")
+    rt = thread.runtime
+    messages = list(st["transcript"]["messages"])
+    reminders = st["reminders"]
+    if reminders:
+        body = "\n\n".join(str(r.get("body", "")) for r in reminders)
+        messages.append({"role": "user", "content": body})
+    opts: dict[str, Any] = {**st["llm_options"], "messages": messages}
+    wire = wire_tools(st["tools"])
+    if wire:
+        opts["tools"] = wire
+        opts["tool_format"] = st["tool_format"]
+    request = build(None, st["system"], opts, where="agent_loop")
+
+    def finish(resp: Any) -> dict[str, Any]:
+        return apply_response(rt, st, resp)
+
+    submit_blocking(thread, request, finish, "agent turn")
+    return None
+
+
+def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any]:
+    """The state after the model answered ``resp`` (see ``__agent_llm_turn``)."""
+    iteration = st["iteration"] + 1
+    t = st["transcript"]
+    if st["reminders"]:
+        delivered = {r.get("dedupe_key") for r in st["reminders"]}
+        t = {
+            **t,
+            "events": [
+                e
+                for e in t["events"]
+                if not (
+                    e.get("kind") == "system_reminder"
+                    and (e.get("reminder") or {}).get("dedupe_key") in delivered
+                )
+            ],
+        }
+    t = append_message(t, assistant_message(resp))
+    calls = [tc.model_dump() for tc in resp.tool_calls]
+    for c in calls:
+        t = _emit(runtime, st, t, {"kind": "tool_call", "iteration": iteration, **c})
+    services(runtime).emit_session_event(
+        st["session_id"],
+        {
+            "type": "llm_call",
+            "iteration": iteration,
+            "model": resp.model,
+            "provider": resp.provider,
+            "input_tokens": resp.usage.input_tokens,
+            "output_tokens": resp.usage.output_tokens,
+            "tool_calls": len(calls),
+        },
+    )
+    parts = st["text_parts"] + [resp.text] if resp.text else st["text_parts"]
+    return _with_transcript(
+        runtime,
+        st,
+        t,
+        iteration=iteration,
+        pending_calls=calls,
+        last_text=resp.text,
+        text_parts=parts,
+        input_tokens=st["input_tokens"] + resp.usage.input_tokens,
+        output_tokens=st["output_tokens"] + resp.usage.output_tokens,
+        reminders=[],
+        model=resp.model,
+        provider=resp.provider,
+    )
+
+
+@builtin("__agent_provider_error")
+def agent_provider_error(thread: Any, st: Any = None, error: Any = None) -> dict[str, Any]:
+    """``__agent_provider_error(st, err)``: end the loop with ``status: "provider_error"``
+    and ``error: {category, message, phase, iteration}``."""
+    st = _check_state(st, "__agent_provider_error")
+    if type(error) is dict:
+        err = {**error}
+    else:
+        err = {"category": "generic", "message": display(error)}
+    err.setdefault("category", "generic")
+    err["phase"] = "llm_call"
+    err["iteration"] = st["iteration"] + 1
+    t = _emit(
+        thread.runtime,
+        st,
+        st["transcript"],
+        {"kind": "loop_status", "status": "provider_error", "error": err},
+    )
+    return _with_transcript(
+        thread.runtime, st, t, finished=True, status="provider_error", error=err
+    )
+
+
+@builtin("__agent_prepare_calls")
+def agent_prepare_calls(thread: Any, st: Any = None) -> list[dict[str, Any]]:
+    """``__agent_prepare_calls(st)``: one decision per pending tool call (see
+    :func:`harnpy.lifecycle.tools.prepare_call`); a valid ``agent_await_resumption`` call
+    gives ``{action: "park", request}``, an invalid one a rejection whose message carries
+    the ``HARN-SUS-002``/``HARN-SUS-005`` diagnostic and the failing argument path."""
+    st = _check_state(st, "__agent_prepare_calls")
+    out = []
+    for call in st["pending_calls"]:
+        if call.get("name") == PARK_TOOL:
+            out.append(_prepare_park(call))
+        else:
+            out.append(prepare_call(st["tools"], st["policy"], call))
+    return out
+
+
+def _prepare_park(call: dict[str, Any]) -> dict[str, Any]:
+    raw = call.get("arguments")
+    args: dict[str, Any] = raw if type(raw) is dict else {}
+    base = {"name": PARK_TOOL, "id": call.get("id"), "args": args}
+    try:
+        request = await_request(args.get("reason"), args.get("conditions"))
+    except ConditionsError as exc:
+        return {
+            **base,
+            "action": "reject",
+            "reason": "conditions",
+            "message": f"Error: {PARK_TOOL} rejected: {exc.message} (invalid argument "
+            f"conditions.{exc.path}: {exc.why}). Fix the conditions or omit them.",
+        }
+    except HarnError as exc:
+        return {
+            **base,
+            "action": "reject",
+            "reason": "arguments",
+            "message": f"Error: {PARK_TOOL} rejected: {exc.message}",
+        }
+    request["raw_conditions"] = args.get("conditions")
+    request["tool_call_id"] = call.get("id")
+    return {**base, "action": "park", "request": request}
+
+
+@builtin("__agent_park_index")
+def agent_park_index(thread: Any, preps: Any = None) -> int:
+    """``__agent_park_index(preps)``: index of the first park decision, or -1."""
+    for i, p in enumerate(preps or []):
+        if type(p) is dict and p.get("action") == "park":
+            return i
+    return -1
+
+
+def _record(st: dict[str, Any], prep: dict[str, Any], status: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": prep.get("id"),
+        "name": prep.get("name"),
+        "arguments": prep.get("args"),
+        "status": status,
+        "iteration": st["iteration"],
+        **extra,
+    }
+
+
+def _tool_message(prep: dict[str, Any], content: str) -> dict[str, Any]:
+    return {
+        "role": "tool",
+        "tool_call_id": prep.get("id"),
+        "name": prep.get("name"),
+        "content": content,
+    }
+
+
+@builtin("__agent_tool_done")
+def agent_tool_done(
+    thread: Any, st: Any = None, prep: Any = None, outcome: Any = None
+) -> dict[str, Any]:
+    """``__agent_tool_done(st, prep, outcome)``: record one tool call's result and append
+    its ``tool`` message. ``outcome`` is the try-expression ``Result`` of the handler call
+    (nil for rejections): ``Ok(v)`` gives status ``ok`` and the rendered value, ``Err(e)``
+    status ``error`` and ``Error: <message>`` (the model sees the failure, the loop goes
+    on); rejections give ``rejected`` (``denied`` for policy denials)."""
+    st = _check_state(st, "__agent_tool_done")
+    rt = thread.runtime
+    t = st["transcript"]
+    if prep.get("action") == "dispatch":
+        ok, value = outcome_of(outcome)
+        if ok:
+            content = render_result(value)
+            record = _record(st, prep, "ok", result=value)
+        else:
+            message = error_text(_as_error(value))
+            content = f"Error: {message}"
+            record = _record(st, prep, "error", error=message)
+    else:
+        content = prep.get("message") or "Error: the tool call was rejected"
+        status = "denied" if prep.get("reason") == "policy" else "rejected"
+        record = _record(st, prep, status, error=content)
+        if status == "denied":
+            t = _emit(
+                rt,
+                st,
+                t,
+                {
+                    "kind": "tool_call_audit",
+                    "tool_name": prep.get("name"),
+                    "tool_call_id": prep.get("id"),
+                    "audit": {"decision": "deny", "reason": "policy", "message": content},
+                },
+            )
+    t = append_message(t, _tool_message(prep, content))
+    t = _emit(
+        rt,
+        st,
+        t,
+        {
+            "kind": "tool_result",
+            "tool_call_id": prep.get("id"),
+            "tool_name": prep.get("name"),
+            "status": record["status"],
+            "content": content,
+        },
+    )
+    return _with_transcript(rt, st, t, records=[*st["records"], record])
+
+
+def _as_error(value: Any) -> HarnError:
+    from harnpy.runtime.errors import HarnThrow
+
+    return HarnThrow(value)
+
+
+@builtin("__agent_close_for_park")
+def agent_close_for_park(
+    thread: Any, st: Any = None, preps: Any = None, at: Any = None
+) -> dict[str, Any]:
+    """``__agent_close_for_park(st, preps, i)``: before parking, answer every call of the
+    turn with a placeholder tool result (the parked call: ``was not dispatched:
+    awaiting_resumption``; its siblings: ``was not dispatched: skipped``) so the persisted
+    assistant turn has no orphaned tool call, and record the ``tool_call_audit`` event
+    ``{tool_name: "agent_await_resumption", audit: {reason, initiator: "self",
+    conditions}}``."""
+    st = _check_state(st, "__agent_close_for_park")
+    rt = thread.runtime
+    t = st["transcript"]
+    records = list(st["records"])
+    park = preps[at]
+    request = park["request"]
+    for i, prep in enumerate(preps):
+        if i == at:
+            content = (
+                f"Tool call {prep.get('id')} ({PARK_TOOL}) was not dispatched: "
+                f"awaiting_resumption (reason: {request['reason']})"
+            )
+            records.append(_record(st, prep, "parked", result=content))
+        else:
+            content = (
+                f"Tool call {prep.get('id')} ({prep.get('name')}) was not dispatched: skipped "
+                f"(the agent parked with {PARK_TOOL} in the same turn)"
+            )
+            records.append(_record(st, prep, "skipped", error=content))
+        t = append_message(t, _tool_message(prep, content))
+    t = _emit(
+        rt,
+        st,
+        t,
+        {
+            "kind": "tool_call_audit",
+            "tool_name": PARK_TOOL,
+            "tool_call_id": park.get("id"),
+            "audit": {
+                "reason": request["reason"],
+                "initiator": "self",
+                "conditions": request.get("conditions"),
+            },
+        },
+    )
+    return _with_transcript(rt, st, t, records=records)
+
+
+@builtin("__agent_after_turn")
+def agent_after_turn(thread: Any, st: Any = None) -> dict[str, Any]:
+    """``__agent_after_turn(st)``: apply the stop conditions of the module docstring after
+    the turn's tool calls were handled; may append a nudge or mark a daemon idle."""
+    st = _check_state(st, "__agent_after_turn")
+    if st["finished"]:
+        return st
+    rt = thread.runtime
+    had_calls = bool(st["pending_calls"])
+    budget_left = st["iteration"] < st["max_iterations"]
+    changes: dict[str, Any] = {"pending_calls": [], "idle": False}
+    if had_calls:
+        changes["nudges"] = 0
+        if not budget_left:
+            return _finish(rt, st, "budget_exhausted", **changes)
+        return {**st, **changes}
+    text = st["last_text"] or ""
+    if st["daemon"]:
+        t = _emit(
+            rt,
+            st,
+            st["transcript"],
+            {
+                "kind": "tool_call_audit",
+                "tool_name": PARK_TOOL,
+                "audit": {
+                    "status": "daemon_idle",
+                    "reason": "daemon idle",
+                    "initiator": "self",
+                    "conditions": _daemon_conditions(st),
+                },
+            },
+        )
+        st = _with_transcript(rt, st, t)
+        if not budget_left:
+            return _finish(rt, st, "budget_exhausted", daemon_state="idle", **changes)
+        if st["wake_interval_ms"] is None:
+            return _finish(rt, st, "idle", daemon_state="idle", **changes)
+        return {**st, **changes, "idle": True}
+    if not st["loop_until_done"]:
+        return _finish(rt, st, "done", **changes)
+    sentinel = st["done_sentinel"]
+    if sentinel is None or sentinel in text:
+        return _finish(rt, st, "done", **changes)
+    nudges = st["nudges"] + 1
+    if nudges > st["max_nudges"]:
+        return _finish(rt, st, "stuck", nudges=nudges, **changes)
+    if not budget_left:
+        return _finish(rt, st, "budget_exhausted", nudges=nudges, **changes)
+    t = append_message(st["transcript"], {"role": "user", "content": st["nudge"]})
+    return _with_transcript(rt, st, t, nudges=nudges, **changes)
+
+
+def _daemon_conditions(st: dict[str, Any]) -> dict[str, Any] | None:
+    ms = st["wake_interval_ms"]
+    if ms is None:
+        return None
+    minutes = max(1, -(-ms // 60000))
+    return {"timeout": {"duration_minutes": minutes, "on_timeout": "resume_with_input"}}
+
+
+def _finish(runtime: Any, st: dict[str, Any], status: str, **changes: Any) -> dict[str, Any]:
+    t = _emit(runtime, st, st["transcript"], {"kind": "loop_status", "status": status})
+    return _with_transcript(runtime, st, t, finished=True, status=status, **changes)
+
+
+@builtin("__agent_idle", control=True)
+def agent_idle(thread: Any, st: Any = None) -> Any:
+    """``__agent_idle(st)``: a daemon loop waits ``wake_interval_ms`` on the runtime clock
+    (blocking as data), then returns the state with a ``[daemon wake: timer]`` user message
+    so the next turn sees why it woke."""
+    st = _check_state(st, "__agent_idle")
+    rt = thread.runtime
+    t = append_message(st["transcript"], {"role": "user", "content": "[daemon wake: timer]"})
+    woken = _with_transcript(rt, st, t, idle=False)
+    waker = block_control(thread, "daemon idle")
+    ms = st["wake_interval_ms"] or 0
+    rt.scheduler.at(rt.clock.monotonic_ms() + ms, lambda: waker.wake(woken))
+    return None
+
+
+@builtin("__agent_apply_resume")
+def agent_apply_resume(thread: Any, st: Any = None, payload: Any = None) -> dict[str, Any]:
+    """``__agent_apply_resume(st, payload)``: continue after ``__agent_park`` returned.
+
+    ``payload`` (built by the lifecycle layer) may carry ``final: true`` with a
+    ``suspension`` (a root loop that parked: the loop ends with ``status: "suspended"``),
+    ``transcript`` (a replacement transcript, ``continue_transcript: false``),
+    ``messages`` (appended) and ``reminders`` (``{body, dedupe_key, ...}``: delivered once
+    as the trailing user message of the next request, recorded as ``system_reminder``
+    events until then).
+    """
+    st = _check_state(st, "__agent_apply_resume")
+    rt = thread.runtime
+    p = payload if type(payload) is dict else {}
+    if p.get("final"):
+        return _with_transcript(
+            rt,
+            st,
+            st["transcript"],
+            finished=True,
+            status="suspended",
+            suspension=p.get("suspension"),
+            suspend_request=None,
+        )
+    t = st["transcript"]
+    if p.get("transcript") is not None:
+        t = coerce(p["transcript"], "resume")
+    for m in p.get("messages") or []:
+        t = append_message(t, m)
+    reminders = list(st["reminders"])
+    for r in p.get("reminders") or []:
+        if type(r) is not dict:
+            continue
+        key = r.get("dedupe_key")
+        if key is not None and any(x.get("dedupe_key") == key for x in reminders):
+            continue
+        reminders.append(r)
+        t = _emit(rt, st, t, {"kind": "system_reminder", "reminder": r})
+    return _with_transcript(rt, st, t, reminders=reminders, suspend_request=None)
+
+
+@builtin("__agent_loop_result")
+def agent_loop_result(thread: Any, st: Any = None) -> dict[str, Any]:
+    """``__agent_loop_result(st)``: the ``agent_loop`` result dict (see ``agent_loop``)."""
+    st = _check_state(st, "__agent_loop_result")
+    rt = thread.runtime
+    return loop_result(rt, st)
+
+
+def loop_result(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:
+    """The result dict of a finished loop state."""
+    text = "\n".join(p for p in st["text_parts"] if p)
+    visible = "\n".join(v for v in (visible_text(p) for p in st["text_parts"]) if v)
+    calls: list[str] = []
+    ok: list[str] = []
+    rejected: list[str] = []
+    for r in st["records"]:
+        name = r.get("name")
+        if name not in calls:
+            calls.append(name)
+        if r.get("status") == "ok" and name not in ok:
+            ok.append(name)
+        if r.get("status") in ("error", "rejected", "denied") and name not in rejected:
+            rejected.append(name)
+    duration = int(runtime.clock.monotonic_ms()) - st["started_ms"]
+    out: dict[str, Any] = {
+        "status": st["status"] or "done",
+        "text": text,
+        "visible_text": visible,
+        "last_text": st["last_text"],
+        "iterations": st["iteration"],
+        "llm": {
+            "iterations": st["iteration"],
+            "duration_ms": max(0, duration),
+            "input_tokens": st["input_tokens"],
+            "output_tokens": st["output_tokens"],
+        },
+        "tools": {
+            "calls": calls,
+            "successful": ok,
+            "rejected": rejected,
+            "mode": st["tool_format"],
+        },
+        "tool_calls": list(st["records"]),
+        "deferred_user_messages": [],
+        "daemon_state": st.get("daemon_state") if st["daemon"] else None,
+        "daemon_snapshot_path": None,
+        "task_ledger": {},
+        "trace": {"iterations": st["iteration"], "events": len(st["transcript"]["events"])},
+        "transcript": st["transcript"],
+        "session_id": st["session_id"],
+        "model": st["model"],
+        "provider": st["provider"],
+    }
+    if st["error"] is not None:
+        out["error"] = st["error"]
+    if st["suspension"] is not None:
+        sus = st["suspension"]
+        out.update(sus if type(sus) is dict else {})
+        out["status"] = "suspended"
+        out["final_status"] = "suspended"
+        out.setdefault("iterations_completed", st["iteration"])
+    return out
+
+
+@builtin("__agent_call_count")
+def agent_call_count(thread: Any, st: Any = None) -> int:
+    """``__agent_call_count(st)``: number of tool calls the model issued in the last turn."""
+    return len(_check_state(st, "__agent_call_count")["pending_calls"])
+
+
+__all__ = [
+    "agent_loop",
+    "apply_response",
+    "current_worker_id",
+    "loop_result",
+    "new_state",
+]

@@ -1,0 +1,323 @@
+"""``llm_call`` and the mock builtins (lifecycle.md 2.14, 2.15) over :mod:`harnpy.llm`.
+
+A model call never holds the evaluator: :func:`submit_blocking` hands the request to the
+runtime's :class:`~harnpy.llm.LlmHost` pool, blocks the calling thread with
+:func:`~harnpy.runtime.scheduler.block_control` and registers a scheduler callback that
+delivers the result (or a thrown error dict ``{category, message, ...}``) when the future
+completes. Other threads, and other workers' model calls, run meanwhile.
+
+``llm_call(prompt, system?, options?)`` returns ``{text, visible_text, prose, model,
+provider, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, tool_calls,
+stop_reason, thinking, usage, transcript}`` plus ``data`` when ``response_format: "json"``
+or ``output_schema`` is given; the JSON answer is validated against ``output_schema`` and
+the model is asked again up to ``schema_retries`` times (default 1) before the call throws
+``{category: "schema_validation", message, errors}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from harnpy.lifecycle._common import arg, require_instruction_call, strip_harness, thrown
+from harnpy.lifecycle.services import services
+from harnpy.runtime.errors import HarnError, HarnThrow
+from harnpy.runtime.scheduler import block_control
+from harnpy.stdlib.registry import builtin
+
+#: Default number of re-asks after a JSON/schema failure (Harn's ``schema_retries``).
+DEFAULT_SCHEMA_RETRIES = 1
+
+_DONE_BLOCK = re.compile(r"<done>.*?</done>", re.DOTALL)
+_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL)
+_PROSE = re.compile(r"<assistant_prose>(.*?)</assistant_prose>", re.DOTALL)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
+
+
+class Again:
+    """Returned by a response handler to ask the model again with ``request`` (the calling
+    thread stays blocked)."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: Any) -> None:
+        self.request = request
+
+
+def llm_error_value(exc: Any) -> dict[str, Any]:
+    """The Harn value thrown for an :class:`~harnpy.llm.LlmError`: ``{category, message,
+    status?, retry_after_ms?}``."""
+    return exc.to_dict()  # type: ignore[no-any-return]
+
+
+def submit_blocking(
+    thread: Any, request: Any, finish: Callable[[Any], Any], describe: str = "llm call"
+) -> Any:
+    """Start ``request`` on the LLM pool and block ``thread`` (inside a control builtin).
+
+    When the response arrives, ``finish(response)`` runs on the scheduler's thread: its
+    return value is delivered to the blocked call; an :class:`Again` re-submits its request
+    and keeps waiting; a raised :class:`HarnError` is thrown at the call. Provider failures
+    are thrown as ``{category, message}`` dicts. Returns the waker (its ``done`` flag set
+    by :func:`cancel_waker` drops a late answer).
+    """
+    from harnpy.llm import LlmError
+
+    rt = thread.runtime
+    svc = services(rt)
+    waker = block_control(thread, describe)
+    svc.inflight += 1
+
+    def done(fut: Any) -> None:
+        svc.inflight -= 1
+        if waker.done:
+            return
+        try:
+            response = fut.result()
+        except LlmError as exc:
+            waker.fail(HarnThrow(llm_error_value(exc)))
+            return
+        except Exception as exc:  # noqa: BLE001 - never lose a waiting thread
+            waker.fail(HarnThrow({"category": "generic", "message": f"llm: {exc}"}))
+            return
+        try:
+            out = finish(response)
+        except HarnError as exc:
+            waker.fail(exc)
+            return
+        except LlmError as exc:
+            waker.fail(HarnThrow(llm_error_value(exc)))
+            return
+        if isinstance(out, Again):
+            svc.inflight += 1
+            rt.scheduler.on_future(svc.llm.submit(out.request), done)
+            return
+        waker.wake(out)
+
+    rt.scheduler.on_future(svc.llm.submit(request), done)
+    return waker
+
+
+def build(prompt: Any, system: Any, options: Any, where: str = "llm_call") -> Any:
+    """:func:`harnpy.llm.build_request` with LLM config errors thrown as Harn dicts."""
+    from harnpy.llm import LlmError, build_request
+
+    if options is not None and type(options) is not dict:
+        raise thrown(f"{where}: options must be a dict")
+    if prompt is not None and type(prompt) is not str:
+        from harnpy.runtime.display import display
+
+        prompt = display(prompt)
+    if system is not None and type(system) is not str:
+        raise thrown(f"{where}: system must be a string or nil")
+    try:
+        return build_request(prompt, system, options, where=where)
+    except LlmError as exc:
+        raise HarnThrow(llm_error_value(exc)) from None
+
+
+def visible_text(text: str) -> str:
+    """The human-visible part of a model answer: ``<think>`` blocks and ``<done>`` blocks
+    removed, ``<assistant_prose>`` unwrapped, the bare ``##DONE##`` sentinel dropped, trimmed."""
+    if not text:
+        return ""
+    out = _THINK_BLOCK.sub("", text)
+    out = _DONE_BLOCK.sub("", out)
+    prose = _PROSE.findall(out)
+    if prose:
+        out = "\n".join(p.strip() for p in prose)
+    out = out.replace("##DONE##", "")
+    return out.strip()
+
+
+def extract_json(text: str) -> tuple[bool, Any]:
+    """Parse the JSON value in a model answer: the whole text, a fenced block, or the span
+    from the first ``{``/``[`` to the last matching bracket. Returns ``(ok, value)``."""
+    candidates = [text.strip()]
+    candidates += [m.strip() for m in _FENCE.findall(text)]
+    for open_c, close_c in (("{", "}"), ("[", "]")):
+        start, end = text.find(open_c), text.rfind(close_c)
+        if 0 <= start < end:
+            candidates.append(text[start : end + 1])
+    for c in candidates:
+        if not c:
+            continue
+        try:
+            return True, json.loads(c)
+        except ValueError:
+            continue
+    return False, None
+
+
+def schema_issues(value: Any, schema: Any) -> list[str]:
+    """Violations of ``value`` against a JSON/Harn schema, rendered ``at <path>: <msg>``
+    (empty when valid)."""
+    from harnpy.stdlib.schema import render_issue, validate
+
+    try:
+        _, issues = validate(value, schema)
+    except ValueError as exc:
+        return [f"at root: invalid schema: {exc}"]
+    return [render_issue(i) for i in issues]
+
+
+def usage_dict(resp: Any) -> dict[str, Any]:
+    """``{input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    total_tokens}`` of a response."""
+    u = resp.usage
+    return {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cache_read_tokens": u.cache_read_tokens,
+        "cache_write_tokens": u.cache_write_tokens,
+        "total_tokens": u.input_tokens + u.output_tokens,
+    }
+
+
+def assistant_message(resp: Any) -> dict[str, Any]:
+    """The transcript message of a response: ``{role: "assistant", content, tool_calls?}``."""
+    msg: dict[str, Any] = {"role": "assistant", "content": resp.text}
+    if resp.tool_calls:
+        msg["tool_calls"] = [tc.model_dump() for tc in resp.tool_calls]
+    return msg
+
+
+def result_dict(resp: Any, request: Any) -> dict[str, Any]:
+    """The ``llm_call`` result for one response (without ``data``)."""
+    from harnpy.lifecycle.transcript import new_transcript
+
+    out = resp.to_harn_fields()
+    vis = visible_text(resp.text)
+    out["visible_text"] = vis
+    out["prose"] = vis
+    out["usage"] = usage_dict(resp)
+    messages = [m.to_wire() for m in request.messages] + [assistant_message(resp)]
+    out["transcript"] = new_transcript(messages=messages)
+    return out
+
+
+def _json_wanted(options: dict[str, Any]) -> tuple[bool, Any]:
+    schema = None
+    for key in ("output_schema", "schema", "json_schema"):
+        if options.get(key) is not None:
+            schema = options[key]
+            break
+    return options.get("response_format") == "json" or schema is not None, schema
+
+
+def _retry_request(request: Any, resp: Any, problems: list[str]) -> Any:
+    from harnpy.llm import Message
+
+    nudge = (
+        "Your previous answer was not valid for the requested output: "
+        + "; ".join(problems[:5])
+        + ". Reply again with only a JSON value that satisfies the schema."
+    )
+    messages = [
+        *request.messages,
+        Message(role="assistant", content=resp.text),
+        Message(role="user", content=nudge),
+    ]
+    return request.model_copy(update={"messages": messages})
+
+
+@builtin("llm_call", control=True)
+def llm_call(thread: Any, *args: Any) -> Any:
+    """``llm_call(prompt, system?, options?)`` (also ``llm_call(harness, ...)``): one model
+    request; returns the result dict described in the module docstring.
+
+    Blocks only the calling thread. Throws ``{category, message}`` for provider failures
+    (``HARN_LLM_CALLS_DISABLED=1`` gives category ``disabled``) and
+    ``{category: "schema_validation", message, errors}`` when a JSON answer stays invalid.
+    """
+    require_instruction_call(thread, "llm_call")
+    args = strip_harness(args)
+    prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
+    request = build(prompt, system, options)
+    opts = options or {}
+    wants_json, schema = _json_wanted(opts)
+    retries = opts.get("schema_retries")
+    left = [retries if type(retries) is int and retries >= 0 else DEFAULT_SCHEMA_RETRIES]
+    current = [request]
+
+    def finish(resp: Any) -> Any:
+        req = current[0]
+        out = result_dict(resp, req)
+        if not wants_json:
+            return out
+        ok, data = extract_json(resp.text)
+        problems = ["the answer is not valid JSON"] if not ok else []
+        if ok and schema is not None:
+            problems = schema_issues(data, schema)
+        if not problems:
+            out["data"] = data
+            return out
+        if left[0] > 0:
+            left[0] -= 1
+            current[0] = _retry_request(req, resp, problems)
+            return Again(current[0])
+        raise HarnThrow(
+            {
+                "category": "schema_validation",
+                "message": "llm_call: the model's answer does not match the requested "
+                "output: " + "; ".join(problems[:5]),
+                "errors": problems,
+                "text": resp.text,
+            }
+        )
+
+    submit_blocking(thread, request, finish)
+    return None
+
+
+# ------------------------------------------------------------------------------- mocks
+
+
+def _mock(thread: Any) -> Any:
+    return services(thread.runtime).llm.mock
+
+
+@builtin("llm_mock")
+def llm_mock(thread: Any, *args: Any) -> None:
+    """``llm_mock(response)``: queue one scripted reply for the ``mock`` provider
+    (lifecycle.md 2.15). Throws ``{category: "config", message}`` for an invalid entry."""
+    from harnpy.llm import LlmError
+
+    args = strip_harness(args)
+    try:
+        _mock(thread).push(arg(args, 0))
+    except LlmError as exc:
+        raise HarnThrow(llm_error_value(exc)) from None
+
+
+@builtin("llm_mock_calls")
+def llm_mock_calls(thread: Any, *args: Any) -> list[Any]:
+    """``llm_mock_calls()``: the calls the mock answered, oldest first:
+    ``[{messages, system, tools, thinking}]``."""
+    return _mock(thread).calls()  # type: ignore[no-any-return]
+
+
+@builtin("llm_mock_clear")
+def llm_mock_clear(thread: Any, *args: Any) -> None:
+    """``llm_mock_clear()``: drop queued replies and recorded calls."""
+    _mock(thread).clear()
+
+
+@builtin("llm_mock_push_scope")
+def llm_mock_push_scope(thread: Any, *args: Any) -> None:
+    """``llm_mock_push_scope()``: save the mock queue and call log and start empty (used by
+    ``with_llm_script`` in ``std/testing``)."""
+    mock = _mock(thread)
+    services(thread.runtime).mock_scopes.append(mock.export_state())
+    mock.clear()
+
+
+@builtin("llm_mock_pop_scope")
+def llm_mock_pop_scope(thread: Any, *args: Any) -> None:
+    """``llm_mock_pop_scope()``: restore the state saved by the matching push (no-op when
+    no scope is open)."""
+    scopes = services(thread.runtime).mock_scopes
+    if scopes:
+        _mock(thread).import_state(scopes.pop())

@@ -1,0 +1,413 @@
+"""Tool registries and tool-call checking for agent loops.
+
+A registry is a Harn dict ``{_type: "tool_registry", tools: [entry]}`` (Harn's shape); an
+entry is ``{name, description, parameters, handler, executor, outputSchema?, ...}`` where
+``parameters`` is a JSON schema or Harn's short form (``{q: "string"}``, ``{q: {type,
+description?, required?}}``) and ``handler`` a Harn closure taking the arguments dict.
+
+A ``tool name(params) -> T { description "..." body }`` declaration binds ``name`` to its
+handler closure; :func:`entry_of_declaration` turns it into an entry whose handler takes
+positional arguments (``positional`` lists the parameter names) and whose ``parameters``
+schema is derived from the declared parameter types (``string``, ``int``, ``float``,
+``bool``, ``list``, ``dict``; other types are not checked). ``tool_define(registry, decl)``
+and the ``tools`` option of ``agent_loop`` accept such declarations directly.
+
+:func:`prepare_call` decides for one model-issued call: unknown tool, denied by the loop's
+policy (``policy: {tools: [...]}`` allow-list, ``policy.deny`` / ``denied_tools``), or
+arguments that do not match the schema are *rejections* whose error text goes back to the
+model as the tool result; otherwise the call is dispatched by the Harn loop code.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harnpy.lifecycle._common import arg, strip_harness, thrown
+from harnpy.runtime.display import display
+from harnpy.runtime.values import Builtin, Closure, EnumValue
+from harnpy.stdlib.registry import builtin
+
+_TYPE_SCHEMAS: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "str": {"type": "string"},
+    "int": {"type": "integer"},
+    "integer": {"type": "integer"},
+    "float": {"type": "number"},
+    "number": {"type": "number"},
+    "bool": {"type": "boolean"},
+    "boolean": {"type": "boolean"},
+    "list": {"type": "array"},
+    "dict": {"type": "object"},
+    "nil": {"type": "null"},
+}
+
+
+def new_registry() -> dict[str, Any]:
+    """An empty registry."""
+    return {"_type": "tool_registry", "tools": []}
+
+
+def is_registry(v: Any) -> bool:
+    """True for a tool registry dict."""
+    return type(v) is dict and type(v.get("tools")) is list
+
+
+def _check_registry(v: Any, where: str) -> dict[str, Any]:
+    if not is_registry(v):
+        raise thrown(f"{where}: first argument must be a tool registry")
+    return v  # type: ignore[no-any-return]
+
+
+def type_schema(label: str) -> dict[str, Any]:
+    """JSON schema for a Harn type label (``list<string>`` -> array of strings; unions of
+    checkable types become ``anyOf``; unknown types give ``{}``)."""
+    label = label.strip()
+    if label.endswith("?"):
+        inner = type_schema(label[:-1])
+        return {"anyOf": [inner, {"type": "null"}]} if inner else {}
+    if " | " in label:
+        parts = [type_schema(p) for p in label.split(" | ")]
+        if all(parts):
+            return {"anyOf": parts}
+        return {}
+    if label.startswith("list<") and label.endswith(">"):
+        inner = type_schema(label[5:-1])
+        return {"type": "array", **({"items": inner} if inner else {})}
+    if label.startswith("dict<"):
+        return {"type": "object"}
+    return dict(_TYPE_SCHEMAS.get(label, {}))
+
+
+def declared_spec(runtime: Any, v: Any) -> dict[str, Any] | None:
+    """The ``tool`` declaration whose handler closure is ``v`` (or None)."""
+    if type(v) is not Closure:
+        return None
+    declared = getattr(runtime, "declared_tools", None) or {}
+    spec = declared.get(v.code.name)
+    if spec is None or type(spec.get("handler")) is not Closure:
+        return None
+    if spec["handler"].code is not v.code:
+        return None
+    return spec  # type: ignore[no-any-return]
+
+
+def entry_of_declaration(spec: dict[str, Any], handler: Any) -> dict[str, Any]:
+    """The registry entry of a ``tool`` declaration (positional handler)."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for p in spec.get("params", []):
+        props[p["name"]] = type_schema(p.get("type") or "any")
+        if p.get("required"):
+            required.append(p["name"])
+    params: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        params["required"] = required
+    return {
+        "name": spec["name"],
+        "description": spec.get("description") or "",
+        "parameters": params,
+        "handler": handler,
+        "executor": "harn",
+        "positional": [p["name"] for p in spec.get("params", [])],
+    }
+
+
+def json_schema(entry: dict[str, Any]) -> dict[str, Any]:
+    """The object JSON schema of an entry's ``parameters`` (short forms expanded)."""
+    from harnpy.llm import LlmError, ToolSpec
+
+    try:
+        return ToolSpec.coerce(
+            {"name": entry.get("name") or "tool", "parameters": entry.get("parameters")}
+        ).parameters
+    except LlmError as exc:
+        raise thrown(f"tool {display(entry.get('name'))}: {exc.message}") from None
+
+
+def to_entries(runtime: Any, tools: Any, where: str) -> list[dict[str, Any]]:
+    """Registry entries from an ``agent_loop``/``llm_call`` ``tools`` value: a registry, a
+    list of entries, ``tool`` declarations or tool dicts, or nil.
+
+    Raises:
+        HarnThrow: ``<where>: tools must be a tool registry or a list of tools``.
+    """
+    if tools is None:
+        return []
+    if is_registry(tools):
+        items = tools["tools"]
+    elif type(tools) is list:
+        items = tools
+    else:
+        decl = declared_spec(runtime, tools)
+        if decl is None:
+            raise thrown(f"{where}: tools must be a tool registry or a list of tools")
+        items = [tools]
+    out = []
+    for item in items:
+        decl = declared_spec(runtime, item)
+        if decl is not None:
+            out.append(entry_of_declaration(decl, item))
+        elif type(item) is dict and type(item.get("name")) is str:
+            out.append(item)
+        else:
+            raise thrown(f"{where}: cannot use {display(item)} as a tool")
+    return out
+
+
+def wire_tools(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool list sent to the model: ``{name, description, parameters}`` per entry."""
+    return [
+        {
+            "name": e["name"],
+            "description": e.get("description") or "",
+            "parameters": json_schema(e),
+        }
+        for e in entries
+        if not e.get("defer_loading")
+    ]
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def policy_denial(policy: Any, name: str) -> str | None:
+    """Why ``policy`` denies tool ``name`` (None when allowed). ``policy`` is the loop's
+    ``{tools?: [names], deny?: [names]}``."""
+    if type(policy) is not dict:
+        return None
+    deny = policy.get("deny") or policy.get("denied_tools") or []
+    if type(deny) is list and name in deny:
+        return f"tool '{name}' is denied by the agent policy"
+    allow = policy.get("tools")
+    if allow is None:
+        allow = policy.get("allowed_tools")
+    if type(allow) is list and name not in allow:
+        allowed = ", ".join(str(a) for a in allow) or "none"
+        return f"tool '{name}' is not permitted by the agent policy (allowed: {allowed})"
+    return None
+
+
+def argument_problems(entry: dict[str, Any], args: Any) -> list[str]:
+    """Schema violations of a call's arguments (``at <path>: <message>``)."""
+    from harnpy.lifecycle.llm_builtins import schema_issues
+
+    if type(args) is not dict:
+        return [f"at root: expected an arguments object, got {display(args)}"]
+    return schema_issues(args, json_schema(entry))
+
+
+def prepare_call(
+    entries: list[dict[str, Any]], policy: Any, call: dict[str, Any]
+) -> dict[str, Any]:
+    """Decide how the loop handles one tool call ``{id, name, arguments}``.
+
+    Returns ``{action: "dispatch", name, id, args, handler, positional, argv}`` or
+    ``{action: "reject", name, id, args, reason: "unknown"|"policy"|"arguments",
+    message}``; ``message`` is the text the model gets back.
+    """
+    name = call.get("name")
+    name = name if type(name) is str else display(name)
+    args = call.get("arguments")
+    if args is None:
+        args = {}
+    base = {"name": name, "id": call.get("id"), "args": args}
+    entry = next((e for e in entries if e.get("name") == name), None)
+    if entry is None:
+        known = ", ".join(e["name"] for e in entries) or "none"
+        return {
+            **base,
+            "action": "reject",
+            "reason": "unknown",
+            "message": f"Error: unknown tool '{name}'. Available tools: {known}",
+        }
+    denied = policy_denial(policy, name)
+    if denied is not None:
+        return {**base, "action": "reject", "reason": "policy", "message": f"Error: {denied}"}
+    problems = argument_problems(entry, args)
+    if problems:
+        return {
+            **base,
+            "action": "reject",
+            "reason": "arguments",
+            "message": f"Error: invalid arguments for tool '{name}': " + "; ".join(problems),
+        }
+    handler = entry.get("handler")
+    if type(handler) not in (Closure, Builtin):
+        return {
+            **base,
+            "action": "reject",
+            "reason": "unknown",
+            "message": f"Error: tool '{name}' has no handler that this runtime can run",
+        }
+    positional = entry.get("positional")
+    argv: list[Any] = []
+    if type(positional) is list:
+        for pname in positional:
+            if pname not in args:
+                break
+            argv.append(args[pname])
+    return {
+        **base,
+        "action": "dispatch",
+        "handler": handler,
+        "positional": type(positional) is list,
+        "argv": argv,
+    }
+
+
+def render_result(value: Any) -> str:
+    """The text of a tool's return value as the model sees it: strings as is, other
+    JSON-like values as JSON, anything else in display form."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return "nil"
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return display(value)
+
+
+def outcome_of(result: Any) -> tuple[bool, Any]:
+    """``(ok, value_or_error)`` of a try-expression ``Result`` from the loop."""
+    if type(result) is EnumValue and result.enum == "Result":
+        return result.variant == "Ok", (result.fields[0] if result.fields else None)
+    return True, result
+
+
+# --------------------------------------------------------------------------- builtins
+
+
+@builtin("tool_registry")
+def tool_registry(thread: Any, *args: Any) -> dict[str, Any]:
+    """``tool_registry()``: an empty registry ``{_type: "tool_registry", tools: []}``.
+    ``tool_registry([decl, ...])`` starts it with ``tool`` declarations or entries."""
+    args = strip_harness(args)
+    reg = new_registry()
+    first = arg(args, 0)
+    if type(first) is list:
+        reg["tools"] = to_entries(thread.runtime, first, "tool_registry")
+    elif type(first) is dict and not is_registry(first):
+        reg["info"] = first
+    return reg
+
+
+@builtin("tool_define")
+def tool_define(
+    thread: Any, registry: Any = None, name: Any = None, description: Any = None, config: Any = None
+) -> dict[str, Any]:
+    """``tool_define(registry, name, description, {parameters?, handler, returns?, ...})``:
+    a copy of ``registry`` with the tool added (replacing one of the same name). Unknown
+    config keys are kept on the entry. ``tool_define(registry, decl)`` (or
+    ``tool_define(registry, name, decl)``, ``tool_define(registry, name, description,
+    decl)``) adds a ``tool`` declaration. Throws for a missing handler or a non-registry."""
+    reg = _check_registry(registry, "tool_define")
+    decl, handler = None, None
+    for candidate in (name, description, config):
+        decl = declared_spec(thread.runtime, candidate)
+        if decl is not None:
+            handler = candidate
+            break
+    if decl is not None:
+        entry = entry_of_declaration(decl, handler)
+        if type(name) is str:
+            entry["name"] = name
+        if type(description) is str:
+            entry["description"] = description
+    else:
+        if type(config) is not dict:
+            raise thrown("tool_define: requires registry, name, description, and config dict")
+        if "params" in config and "parameters" not in config:
+            raise thrown("tool_define: use 'parameters', not 'params'")
+        tname = name if type(name) is str else display(name)
+        handler = config.get("handler")
+        if handler is None and config.get("executor") is None:
+            raise thrown(f'tool_define: tool "{tname}" has no `handler` and no `executor`')
+        entry = {
+            "name": tname,
+            "description": description if type(description) is str else display(description),
+            "handler": handler,
+            "parameters": config.get("parameters") or {},
+            "executor": config.get("executor") or "harn",
+        }
+        if config.get("returns") is not None:
+            entry["outputSchema"] = config["returns"]
+        for k, v in config.items():
+            if k not in ("handler", "parameters", "returns", "executor"):
+                entry[k] = v
+        json_schema(entry)  # reject malformed parameter specs now
+    tools = [t for t in reg["tools"] if not (type(t) is dict and t.get("name") == entry["name"])]
+    return {**reg, "tools": [*tools, entry]}
+
+
+@builtin("tool_find")
+def tool_find(thread: Any, registry: Any = None, name: Any = None) -> Any:
+    """``tool_find(registry, name)``: the entry named ``name``, or nil."""
+    reg = _check_registry(registry, "tool_find")
+    want = name if type(name) is str else display(name)
+    return next((t for t in reg["tools"] if type(t) is dict and t.get("name") == want), None)
+
+
+@builtin("tool_list")
+def tool_list(thread: Any, registry: Any = None) -> list[Any]:
+    """``tool_list(registry)``: the entries without their handlers."""
+    reg = _check_registry(registry, "tool_list")
+    return [{k: v for k, v in t.items() if k != "handler"} for t in reg["tools"]]
+
+
+@builtin("tool_count")
+def tool_count(thread: Any, registry: Any = None) -> int:
+    """``tool_count(registry)``: the number of tools."""
+    return len(_check_registry(registry, "tool_count")["tools"])
+
+
+@builtin("tool_remove")
+def tool_remove(thread: Any, registry: Any = None, name: Any = None) -> dict[str, Any]:
+    """``tool_remove(registry, name)``: a copy without the tool ``name``."""
+    reg = _check_registry(registry, "tool_remove")
+    return {**reg, "tools": [t for t in reg["tools"] if t.get("name") != name]}
+
+
+@builtin("tool_select")
+def tool_select(thread: Any, registry: Any = None, names: Any = None) -> dict[str, Any]:
+    """``tool_select(registry, names)``: a copy holding only the named tools."""
+    reg = _check_registry(registry, "tool_select")
+    if type(names) is not list:
+        raise thrown("tool_select: second argument must be a list of tool names")
+    return {**reg, "tools": [t for t in reg["tools"] if t.get("name") in names]}
+
+
+@builtin("tool_describe")
+def tool_describe(thread: Any, registry: Any = None) -> str:
+    """``tool_describe(registry)``: ``Available tools:`` then ``- name(p: type, ...):
+    description`` lines, sorted by name."""
+    reg = _check_registry(registry, "tool_describe")
+    if not reg["tools"]:
+        return "Available tools:\n(none)"
+    lines = ["Available tools:"]
+    for t in sorted(reg["tools"], key=lambda t: str(t.get("name"))):
+        props = json_schema(t).get("properties") or {}
+        params = ", ".join(
+            f"{k}: {v.get('type', 'any') if type(v) is dict else 'any'}" for k, v in props.items()
+        )
+        lines.append(f"- {t.get('name')}({params}): {t.get('description') or ''}")
+    return "\n".join(lines)
+
+
+@builtin("tool_schema")
+def tool_schema(thread: Any, registry: Any = None) -> dict[str, Any]:
+    """``tool_schema(registry)``: ``{schema_version: "harn-tools/1.0", tools: [{name,
+    description, inputSchema, outputSchema?}]}``."""
+    reg = _check_registry(registry, "tool_schema")
+    out = []
+    for t in reg["tools"]:
+        item = {
+            "name": t.get("name"),
+            "description": t.get("description") or "",
+            "inputSchema": json_schema(t),
+        }
+        if t.get("outputSchema") is not None:
+            item["outputSchema"] = t["outputSchema"]
+        out.append(item)
+    return {"schema_version": "harn-tools/1.0", "tools": out}
