@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     repl = sub.add_parser("repl", help="interactive session")
     repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
+
+    from harnpy.lifecycle.triggers.cli import add_subparsers as add_worker_subparsers
+
+    add_worker_subparsers(sub)
     return p
 
 
@@ -79,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         from harnpy.repl import run_repl
 
         return run_repl(strict=args.strict)
+    if args.command in ("worker", "workers"):
+        from harnpy.lifecycle.triggers.cli import main as worker_main
+
+        return worker_main(args)
     build_parser().print_help(sys.stderr)
     return EXIT_USAGE
 

@@ -581,7 +581,7 @@ class TriggerDispatcher:
             else:
                 handle["result"] = yield from self._run_handler(b, event)
         except HarnError as e:
-            return self._failed(b, event, handle, str(getattr(e, "message", e)))
+            return self._failed(b, event, handle, _error_text(e))
         except _DispatchFailure as e:
             return self._failed(b, event, handle, str(e))
         b.metrics["dispatched"] += 1
@@ -1131,6 +1131,21 @@ def cron_tick_event(
 
 class _DispatchFailure(Exception):
     """A dispatch that fails without a Harn error (reported in the dispatch handle)."""
+
+
+def _error_text(e: Any) -> str:
+    """A handler error as text: a thrown string as-is, other thrown values displayed, runtime
+    errors by message."""
+    from harnpy.runtime.errors import HarnThrow
+
+    if isinstance(e, HarnThrow):
+        v = e.value
+        if type(v) is str:
+            return v
+        from harnpy.runtime.display import display
+
+        return display(v)
+    return str(getattr(e, "message", e))
 
 
 def _truthy(v: Any) -> bool:

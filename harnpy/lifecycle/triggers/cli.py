@@ -1,0 +1,226 @@
+"""``harnpy worker`` and ``harnpy workers ls|show|resume|close`` (the shell side of the wait
+store; lifecycle.md §9, §10).
+
+* ``harnpy worker [--store PATH] [--once] [--poll-ms N] [--lease-ms N] [--resume-cmd CMD]``
+  — run the :class:`~harnpy.lifecycle.triggers.runner.WorkerRunner` poll loop (Ctrl-C stops
+  it; ``--once`` makes one pass). ``--resume-cmd`` replaces ``harnpy run --resume
+  <snapshot>`` (shell-split; ``{snapshot}``, ``{worker_id}``, ``{wait_id}`` substituted).
+* ``harnpy workers ls [--all] [--json]`` — active waits (``--all``: also finished ones).
+* ``harnpy workers show ID [--json]`` — one wait (by wait id or worker id), its receipt and
+  the worker snapshot's status.
+* ``harnpy workers resume ID [--input TEXT] [--resume-cmd CMD]`` — resume now, through the
+  same claim + receipt path as the runner (initiator ``operator``).
+* ``harnpy workers close ID`` — cancel the wait and rewrite the worker snapshot's status to
+  ``cancelled`` (atomically) when the file exists.
+
+The store is ``--store PATH``, else ``HARNPY_STORE``, else ``.harn/waits.sqlite3``.
+Exit status: 0 done, 1 not found / refused / resume failed, 2 usage or store error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_subparsers(sub: Any) -> None:
+    """Add ``worker`` and ``workers`` to the ``harnpy`` subcommand parser ``sub``."""
+    store_opt = argparse.ArgumentParser(add_help=False)
+    store_opt.add_argument("--store", metavar="PATH", help="wait store (default: HARNPY_STORE)")
+
+    w = sub.add_parser(
+        "worker", parents=[store_opt], help="resume due parked workers from the wait store"
+    )
+    w.add_argument("--once", action="store_true", help="one pass, then exit")
+    w.add_argument("--poll-ms", type=int, default=1000, help="poll interval (ms)")
+    w.add_argument("--lease-ms", type=int, default=60_000, help="claim lease (ms)")
+    w.add_argument("--resume-cmd", metavar="CMD", help="command resuming a snapshot")
+    w.add_argument("--runner-id", metavar="ID", help="name recorded in claims")
+
+    ws = sub.add_parser("workers", help="inspect and drive parked workers")
+    wsub = ws.add_subparsers(dest="workers_command")
+    ls = wsub.add_parser("ls", parents=[store_opt], help="list waits")
+    ls.add_argument("--all", action="store_true", help="include finished waits")
+    ls.add_argument("--json", action="store_true", help="JSON output")
+    show = wsub.add_parser("show", parents=[store_opt], help="show one wait")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true", help="JSON output")
+    res = wsub.add_parser("resume", parents=[store_opt], help="resume a parked worker now")
+    res.add_argument("id")
+    res.add_argument("--input", default=None, help="resume input text")
+    res.add_argument("--resume-cmd", metavar="CMD", help="command resuming a snapshot")
+    res.add_argument("--lease-ms", type=int, default=60_000, help="claim lease (ms)")
+    close = wsub.add_parser("close", parents=[store_opt], help="cancel a parked worker")
+    close.add_argument("id")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Dispatch ``worker`` / ``workers`` commands; returns the exit status."""
+    from harnpy.lifecycle.triggers.store import StoreError
+
+    try:
+        store = _open(getattr(args, "store", None))
+    except (StoreError, OSError) as e:
+        sys.stderr.write(f"harnpy: {e}\n")
+        return 2
+    try:
+        if args.command == "worker":
+            return _worker(args, store)
+        cmd = getattr(args, "workers_command", None)
+        if cmd == "ls":
+            return _ls(args, store)
+        if cmd == "show":
+            return _show(args, store)
+        if cmd == "resume":
+            return _resume(args, store)
+        if cmd == "close":
+            return _close(args, store)
+        sys.stderr.write("harnpy workers: give one of ls, show ID, resume ID, close ID\n")
+        return 2
+    finally:
+        store.close()
+
+
+def _open(option: str | None) -> Any:
+    import os
+
+    from harnpy.lifecycle.triggers.store import (
+        DEFAULT_STORE_RELPATH,
+        configured_store_path,
+        open_store,
+    )
+
+    path = configured_store_path(option) or os.path.join(os.getcwd(), DEFAULT_STORE_RELPATH)
+    return open_store(path)
+
+
+def _resume_fn(cmd: str | None) -> Any:
+    import shlex
+
+    from harnpy.lifecycle.triggers.runner import SubprocessResume
+
+    return SubprocessResume(shlex.split(cmd) if cmd else None)
+
+
+def _worker(args: argparse.Namespace, store: Any) -> int:
+    from harnpy.lifecycle.triggers.runner import WorkerRunner
+
+    runner = WorkerRunner(
+        store, _resume_fn(args.resume_cmd), runner_id=args.runner_id, lease_ms=args.lease_ms
+    )
+    return runner.run(poll_ms=args.poll_ms, once=args.once)
+
+
+def _when(ms: int | None) -> str:
+    from harnpy.lifecycle.triggers._util import rfc3339
+
+    return rfc3339(ms) if ms is not None else "-"
+
+
+def _waiting_for(rec: Any) -> str:
+    parts = []
+    if rec.trigger is not None:
+        t = f"trigger {rec.provider}:{','.join(rec.match_events)}"
+        if rec.schedule:
+            t += f" cron '{rec.schedule}' {rec.timezone}"
+        parts.append(t)
+    if rec.on_event:
+        parts.append(f"event {rec.on_event}")
+    if rec.deadline_ms is not None:
+        parts.append(f"timeout {_when(rec.deadline_ms)} ({rec.on_timeout})")
+    return "; ".join(parts) or "-"
+
+
+def _ls(args: argparse.Namespace, store: Any) -> int:
+    from harnpy.lifecycle.triggers.store import ACTIVE_STATUSES
+
+    recs = store.list_waits(None if args.all else ACTIVE_STATUSES)
+    if args.json:
+        sys.stdout.write(json.dumps([r.to_json() for r in recs], indent=2) + "\n")
+        return 0
+    if not recs:
+        sys.stdout.write("no parked workers\n")
+        return 0
+    for r in recs:
+        due = r.due_reason or _when(
+            min([x for x in (r.next_fire_ms, r.deadline_ms) if x is not None], default=None)
+        )
+        sys.stdout.write(
+            f"{r.id}  worker={r.worker_id}  status={r.status}  due={due}  {_waiting_for(r)}\n"
+        )
+    return 0
+
+
+def _find(store: Any, key: str) -> Any:
+    rec = store.find(key)
+    if rec is None:
+        sys.stderr.write(f"harnpy workers: no wait for `{key}`\n")
+    return rec
+
+
+def _show(args: argparse.Namespace, store: Any) -> int:
+    from harnpy.lifecycle.triggers._util import snapshot_status
+
+    rec = _find(store, args.id)
+    if rec is None:
+        return 1
+    data = rec.to_json()
+    data["receipt"] = store.receipt(rec.id)
+    data["snapshot_status"] = snapshot_status(rec.snapshot_path)
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+        return 0
+    lines = [
+        f"wait         {rec.id} (version {rec.version})",
+        f"worker       {rec.worker_id}",
+        f"status       {rec.status}",
+        f"waiting for  {_waiting_for(rec)}",
+        f"next tick    {_when(rec.next_fire_ms)}",
+        f"due          {rec.due_reason or '-'}",
+        f"snapshot     {rec.snapshot_path or '-'} (status {data['snapshot_status'] or '?'})",
+        f"attempts     {rec.attempts}",
+        f"claimed by   {rec.claimed_by or '-'}",
+        f"resumed at   {_when((data['receipt'] or {}).get('began_at_ms'))}",
+        f"outcome      {json.dumps(rec.outcome, default=str) if rec.outcome else '-'}",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _resume(args: argparse.Namespace, store: Any) -> int:
+    from harnpy.lifecycle.triggers.runner import WorkerRunner
+
+    rec = _find(store, args.id)
+    if rec is None:
+        return 1
+    runner = WorkerRunner(store, _resume_fn(args.resume_cmd), lease_ms=args.lease_ms)
+    res = runner.process(rec.id, manual=True, manual_input=args.input)
+    if res is None:
+        sys.stderr.write(
+            f"harnpy workers: wait {rec.id} is {rec.status} and cannot be resumed now\n"
+        )
+        return 1
+    sys.stdout.write(f"{rec.id}: {res.get('status')}\n")
+    return 0 if res.get("status") in ("resumed", "recovered", "worker_failed") else 1
+
+
+def _close(args: argparse.Namespace, store: Any) -> int:
+    import time
+
+    from harnpy.lifecycle.triggers._util import rewrite_snapshot_status
+
+    rec = _find(store, args.id)
+    if rec is None:
+        return 1
+    now = time.time_ns() // 1_000_000
+    if not store.cancel(rec.id, now, "closed from the shell"):
+        sys.stderr.write(f"harnpy workers: wait {rec.id} is {rec.status}; nothing to close\n")
+        return 1
+    updated = False
+    if rec.snapshot_path:
+        updated = rewrite_snapshot_status(rec.snapshot_path, "cancelled", "worker cancelled", now)
+    note = " (snapshot marked cancelled)" if updated else ""
+    sys.stdout.write(f"{rec.id}: cancelled{note}\n")
+    return 0

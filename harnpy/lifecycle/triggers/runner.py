@@ -1,0 +1,368 @@
+"""``harnpy worker``: the long-running runner that resumes due waits from the store.
+
+Spec: lifecycle.md §10 (one replica atomically claims a wait, then resumes it), §4.4
+(trigger / timeout resume), §1.2 T10 (``on_timeout: "fail"``).
+
+One pass (:meth:`WorkerRunner.run_once`): list the due waits (cron tick due, deadline
+passed, event or trigger event arrived, or a claim whose lease expired), and for each:
+
+1. **claim** it (conditional update; losers skip it);
+2. if a **resume receipt** already exists, the resume happened in an earlier attempt whose
+   runner died before recording the outcome: record it (``recovered``) and stop;
+3. build the :class:`~harnpy.lifecycle.triggers.dispatcher.ResumeRequest` (cron ticks
+   missed during downtime are coalesced into one fire whose payload counts them);
+4. **resume** through the resume function, which begins the resume with
+   :meth:`ResumeTicket.begin` (inserting the receipt) exactly when it takes effect;
+   ``on_timeout: "fail"`` rewrites the worker snapshot to ``failed`` instead;
+5. **record** the outcome (``completed`` / ``failed``).
+
+A crash anywhere leaves either no receipt (the next runner resumes it) or a receipt (the
+next runner only records): the wait is resumed exactly once. Test hook:
+``HARNPY_WORKER_TEST_CRASH=before_fire|after_fire`` makes the runner ``os._exit(86)`` just
+before step 4 or between steps 4 and 5.
+
+The default resume function (:class:`SubprocessResume`) runs
+``harnpy run --resume <snapshot>`` (or a configured command) under the
+:mod:`~harnpy.lifecycle.triggers.resume_child` shim, which inserts the receipt in the child
+process before the command starts; the runner renews its lease while the child runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harnpy.lifecycle.triggers._util import rewrite_snapshot_status
+from harnpy.lifecycle.triggers.dispatcher import (
+    ResumeRequest,
+    build_resume_request,
+    cron_tick_event,
+    timeout_event,
+)
+from harnpy.lifecycle.triggers.store import SqliteWaitStore, WaitRecord
+
+CRASH_ENV = "HARNPY_WORKER_TEST_CRASH"
+CRASH_EXIT = 86
+#: Exit status of the resume shim when the wait's resume already began elsewhere.
+ALREADY_RESUMED_EXIT = 75
+DEFAULT_LEASE_MS = 60_000
+DEFAULT_POLL_MS = 1_000
+DEFAULT_MAX_ATTEMPTS = 5
+
+
+class _WallClock:
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+@dataclass
+class ResumeTicket:
+    """The right to resume one claimed wait: ``begin()`` exactly once, when the resume
+    takes effect; ``renew()`` keeps the claim alive during long resumes."""
+
+    store: Any
+    wait_id: str
+    token: str
+    clock: Any
+    lease_ms: int = DEFAULT_LEASE_MS
+
+    def begin(self, info: Any = None) -> bool:
+        """Insert the resume receipt; False when this wait's resume already began."""
+        return bool(self.store.begin_resume(self.wait_id, self.token, self.clock.now_ms(), info))
+
+    def renew(self) -> bool:
+        """Extend the claim's lease; False when the claim was lost."""
+        return bool(self.store.renew(self.wait_id, self.token, self.clock.now_ms(), self.lease_ms))
+
+
+#: A resume function: ``fn(request, ticket) -> outcome dict`` with ``status`` in
+#: ``resumed`` / ``already_resumed`` / ``failed`` (+ details). The runner calls
+#: ``ticket.begin()`` just before calling it, unless the function has a true
+#: ``begins_itself`` attribute (then it must call ``ticket.begin()`` when the resume takes
+#: effect, and not resume if that returns False).
+ResumeFn = Callable[[ResumeRequest, ResumeTicket], dict[str, Any]]
+
+
+def resume_env(req: ResumeRequest, ticket: ResumeTicket) -> dict[str, str]:
+    """Environment variables describing the resume for a child process."""
+    data = req.to_json()
+    return {
+        "HARNPY_RESUME_REQUEST": json.dumps(data),
+        "HARNPY_RESUME_INPUT": json.dumps(data["input"]),
+        "HARNPY_RESUME_INITIATOR": req.initiator,
+        "HARNPY_RESUME_CONTINUE_TRANSCRIPT": "true" if req.continue_transcript else "false",
+        "HARNPY_WAIT_ID": req.wait_id,
+        "HARNPY_WORKER_ID": req.worker_id,
+        "HARNPY_STORE": ticket.store.location,
+    }
+
+
+class SubprocessResume:
+    """Resume by running a command in a child process (default:
+    ``<python> -m harnpy run --resume <snapshot>``).
+
+    ``command`` items may contain ``{snapshot}``, ``{worker_id}``, ``{wait_id}``; when none
+    mentions ``{snapshot}`` the snapshot path is appended. The child runs under the
+    resume shim (receipt first), with :func:`resume_env` set; its output goes to
+    ``<store dir>/logs/<wait id>.log``.
+    """
+
+    #: The shim begins the ticket in the child process (the runner must not).
+    begins_itself = True
+
+    def __init__(self, command: list[str] | None = None, heartbeat_s: float | None = None):
+        self.command = command
+        self.heartbeat_s = heartbeat_s
+
+    def argv(self, req: ResumeRequest) -> list[str]:
+        """The command line resuming ``req`` (without the shim)."""
+        snap = req.snapshot_path or ""
+        if not self.command:
+            return [sys.executable, "-m", "harnpy", "run", "--resume", snap]
+        subst = {"snapshot": snap, "worker_id": req.worker_id, "wait_id": req.wait_id}
+        out = [c.format(**subst) if "{" in c else c for c in self.command]
+        if not any("{snapshot}" in c for c in self.command) and snap:
+            out.append(snap)
+        return out
+
+    def __call__(self, req: ResumeRequest, ticket: ResumeTicket) -> dict[str, Any]:
+        cmd = self.argv(req)
+        shim = [
+            sys.executable,
+            "-m",
+            "harnpy.lifecycle.triggers.resume_child",
+            "--store",
+            ticket.store.location,
+            "--wait",
+            req.wait_id,
+            "--token",
+            ticket.token,
+            "--",
+            *cmd,
+        ]
+        env = dict(os.environ)
+        env.update(resume_env(req, ticket))
+        log_dir = os.path.join(os.path.dirname(ticket.store.location), "logs")
+        os.makedirs(log_dir, exist_ok=True)
+        log_path = os.path.join(log_dir, f"{req.wait_id}.log")
+        beat = self.heartbeat_s or max(0.05, ticket.lease_ms / 3000.0)
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(shim, env=env, stdout=log, stderr=subprocess.STDOUT)
+            last = time.monotonic()
+            while True:
+                try:
+                    rc = proc.wait(timeout=min(beat, 0.5))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() - last >= beat:
+                        ticket.renew()
+                        last = time.monotonic()
+        out: dict[str, Any] = {"exit_code": rc, "command": cmd, "log": log_path}
+        if rc == ALREADY_RESUMED_EXIT:
+            out["status"] = "already_resumed"
+        elif rc == 0:
+            out["status"] = "resumed"
+        else:
+            out["status"] = "failed"
+        return out
+
+
+def _crash_hook(point: str) -> None:
+    if os.environ.get(CRASH_ENV) == point:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(CRASH_EXIT)
+
+
+class WorkerRunner:
+    """Polls a :class:`~harnpy.lifecycle.triggers.store.WaitStore` and resumes due waits.
+
+    Args:
+        store: the wait store.
+        resume_fn: the resume function (default :class:`SubprocessResume`).
+        clock: object with ``now_ms()`` (default: the wall clock).
+        runner_id: name recorded in claims (default ``worker:<host pid>``).
+        lease_ms: claim lease; a claim not renewed for this long can be taken over.
+        max_attempts: resume attempts (that never began) before a wait is marked failed.
+        log: ``fn(text)`` for one-line progress messages (default: stderr).
+    """
+
+    def __init__(
+        self,
+        store: SqliteWaitStore,
+        resume_fn: ResumeFn | None = None,
+        clock: Any = None,
+        runner_id: str | None = None,
+        lease_ms: int = DEFAULT_LEASE_MS,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.resume_fn: ResumeFn = resume_fn or SubprocessResume()
+        self.clock = clock or _WallClock()
+        self.runner_id = runner_id or f"worker:{os.uname().nodename}:{os.getpid()}"
+        self.lease_ms = lease_ms
+        self.max_attempts = max_attempts
+        self._log = log or (lambda text: sys.stderr.write(text + "\n"))
+
+    def log(self, text: str) -> None:
+        """Write one progress line."""
+        self._log(f"harnpy worker: {text}")
+
+    # ---- polling
+
+    def run_once(self) -> list[dict[str, Any]]:
+        """Process every wait due now; returns one result dict per wait acted on."""
+        out = []
+        for rec in self.store.due(self.clock.now_ms()):
+            res = self.process(rec.id)
+            if res is not None:
+                out.append(res)
+        return out
+
+    def run(self, poll_ms: int = DEFAULT_POLL_MS, once: bool = False) -> int:
+        """Poll until interrupted (or one pass with ``once``); returns an exit status."""
+        self.log(f"store {self.store.location}, runner {self.runner_id}")
+        try:
+            while True:
+                self.run_once()
+                if once:
+                    return 0
+                time.sleep(max(poll_ms, 10) / 1000.0)
+        except KeyboardInterrupt:
+            self.log("stopped")
+            return 0
+
+    # ---- one wait
+
+    def process(
+        self, wait_id: str, *, manual: bool = False, manual_input: Any = None
+    ) -> dict[str, Any] | None:
+        """Claim, resume and record one wait; None when it could not be claimed.
+
+        ``manual`` resumes it even if nothing is due (``harnpy workers resume``), with
+        ``manual_input`` as the resume input and initiator ``operator``.
+        """
+        now = self.clock.now_ms()
+        claim = self.store.claim(wait_id, self.runner_id, now, self.lease_ms, force=manual)
+        if claim is None:
+            return None
+        rec, token = claim.record, claim.token
+        base = {"wait_id": rec.id, "worker_id": rec.worker_id}
+        receipt = self.store.receipt(rec.id)
+        if receipt is not None:
+            outcome = {
+                "status": "recovered",
+                "resume_began_at_ms": receipt["began_at_ms"],
+                "resume_outcome": receipt.get("outcome"),
+            }
+            self.store.complete(rec.id, token, "completed", outcome, self.clock.now_ms())
+            self.log(f"{rec.id}: resume had already begun; recorded (recovered)")
+            return {**base, "status": "recovered", "outcome": outcome}
+        if manual:
+            cause, event = "manual", None
+        else:
+            cause, event = self._cause(rec, now)
+        req = build_resume_request(
+            rec.id,
+            rec.version,
+            rec.worker_id,
+            rec.snapshot_path,
+            rec.on_timeout,
+            cause,
+            event,
+            manual_input,
+        )
+        ticket = ResumeTicket(self.store, rec.id, token, self.clock, self.lease_ms)
+        _crash_hook("before_fire")
+        try:
+            if req.action == "fail":
+                outcome = self._apply_fail(req, ticket)
+            else:
+                begins_itself = getattr(self.resume_fn, "begins_itself", False)
+                if not begins_itself and not ticket.begin(req.to_json()):
+                    outcome = {"status": "already_resumed"}
+                else:
+                    outcome = self.resume_fn(req, ticket)
+        except Exception as e:  # noqa: BLE001 - a failed resume is recorded, not fatal
+            return self._resume_error(rec, token, base, e)
+        _crash_hook("after_fire")
+        outcome = {"cause": cause, **outcome}
+        final = "failed" if outcome.get("status") == "failed" else "completed"
+        self.store.complete(rec.id, token, final, outcome, self.clock.now_ms())
+        self.log(f"{rec.id}: {cause} -> {outcome.get('status')}")
+        return {**base, "status": outcome.get("status"), "outcome": outcome}
+
+    def _resume_error(
+        self, rec: WaitRecord, token: str, base: dict[str, Any], e: Exception
+    ) -> dict[str, Any]:
+        now = self.clock.now_ms()
+        msg = f"{type(e).__name__}: {e}"
+        if self.store.receipt(rec.id) is not None:
+            self.store.complete(rec.id, token, "failed", {"status": "failed", "error": msg}, now)
+            return {**base, "status": "failed", "error": msg}
+        if rec.attempts >= self.max_attempts:
+            self.store.complete(
+                rec.id, token, "failed", {"status": "failed", "error": msg, "gave_up": True}, now
+            )
+            return {**base, "status": "failed", "error": msg}
+        self.store.release(rec.id, token, now, msg)
+        self.log(f"{rec.id}: resume did not start ({msg}); will retry")
+        return {**base, "status": "retry", "error": msg}
+
+    def _cause(self, rec: WaitRecord, now: int) -> tuple[str, dict[str, Any] | None]:
+        due = rec.due_instant(now)
+        if due is None:
+            return "manual", None
+        cause, _at = due
+        if cause == "event":
+            payload = rec.due_payload if isinstance(rec.due_payload, dict) else {}
+            topic = payload.get("topic")
+            return "event", {
+                "id": f"event:{rec.id}",
+                "provider": "harn",
+                "kind": "event",
+                "topic": topic,
+                "provider_payload": {
+                    "provider": "harn",
+                    "topic": topic,
+                    "raw": payload.get("payload"),
+                },
+            }
+        if cause == "trigger":
+            return "trigger", rec.due_payload if isinstance(rec.due_payload, dict) else None
+        if cause == "cron":
+            from harnpy.lifecycle.triggers.cron import parse_schedule
+
+            sched = parse_schedule(rec.schedule, rec.timezone)
+            ticks = sched.due(rec.last_tick_ms or rec.created_at_ms, now, "latest")
+            due_ticks = ticks.due or [rec.next_fire_ms or now]
+            kind = (rec.match_events or ["cron.tick"])[0]
+            return "cron", cron_tick_event(
+                rec.id,
+                rec.provider or "cron",
+                kind,
+                sched.expression,
+                sched.tz_name,
+                due_ticks[-1],
+                due_ticks,
+                now,
+            )
+        return "timeout", timeout_event(rec.id, rec.worker_id, rec.on_timeout, rec.deadline_ms, now)
+
+    def _apply_fail(self, req: ResumeRequest, ticket: ResumeTicket) -> dict[str, Any]:
+        """``on_timeout: "fail"`` (T10): mark the worker snapshot failed, once."""
+        if not ticket.begin(req.to_json()):
+            return {"status": "already_resumed"}
+        updated = False
+        if req.snapshot_path:
+            updated = rewrite_snapshot_status(
+                req.snapshot_path, "failed", "auto-resume timeout expired", self.clock.now_ms()
+            )
+        return {"status": "worker_failed", "snapshot_updated": updated}
