@@ -20,7 +20,6 @@ Exit status: 0 done, 1 not found / refused / resume failed, 2 usage or store err
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -134,6 +133,8 @@ def _waiting_for(rec: Any) -> str:
 
 
 def _ls(args: argparse.Namespace, store: Any) -> int:
+    import json
+
     from harnpy.lifecycle.triggers.store import ACTIVE_STATUSES
 
     recs = store.list_waits(None if args.all else ACTIVE_STATUSES)
@@ -161,6 +162,8 @@ def _find(store: Any, key: str) -> Any:
 
 
 def _show(args: argparse.Namespace, store: Any) -> int:
+    import json
+
     from harnpy.lifecycle.triggers._util import snapshot_status
 
     rec = _find(store, args.id)
