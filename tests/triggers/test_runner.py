@@ -65,7 +65,7 @@ def test_crash_between_fire_and_record_resumes_exactly_once(tmp_path: Path) -> N
     env = {"RECORD_FILE": str(record), "HARNPY_STORE": ""}
     args = ["worker", "--store", store_path, "--once", "--resume-cmd", cmd + " {wait_id}"]
     # 1st run: fires the resume, then dies before recording the outcome
-    p = harnpy(*args, "--lease-ms", "300", env={**env, "HARNPY_WORKER_TEST_CRASH": "after_fire"})
+    p = harnpy(*args, "--lease-ms", "3000", env={**env, "HARNPY_WORKER_TEST_CRASH": "after_fire"})
     assert p.returncode == 86, p.stderr
     assert invocations(record) == ["w1 timeout"]
     s = open_store(store_path)
@@ -73,8 +73,10 @@ def test_crash_between_fire_and_record_resumes_exactly_once(tmp_path: Path) -> N
     assert rec is not None and rec.status == "claimed" and s.receipt("w1") is not None
     # a restart before the lease expires leaves the claim alone
     assert harnpy(*args, env=env).returncode == 0
-    assert s.get("w1").status == "claimed"  # type: ignore[union-attr]
-    time.sleep(0.4)
+    rec = s.get("w1")
+    assert rec is not None and rec.status == "claimed" and rec.lease_until_ms is not None
+    assert invocations(record) == ["w1 timeout"]
+    time.sleep(max(0.0, (rec.lease_until_ms - time.time() * 1000) / 1000) + 0.05)
     # restart after the lease expired: recovers the outcome, does not resume again
     p = harnpy(*args, env=env)
     assert p.returncode == 0, p.stderr

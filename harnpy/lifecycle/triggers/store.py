@@ -338,7 +338,8 @@ class SqliteWaitStore:
     @staticmethod
     def _decode(row: Any) -> WaitRecord:
         data = json.loads(row[0])
-        return WaitRecord(**data)
+        known = WaitRecord.__dataclass_fields__
+        return WaitRecord(**{k: v for k, v in data.items() if k in known})
 
     def _write(self, rec: WaitRecord, insert: bool = False) -> None:
         values = [getattr(rec, c) for c in _MIRRORED]
