@@ -107,16 +107,15 @@ def test_crash_before_fire_resumes_after_restart(tmp_path: Path) -> None:
 
 
 def test_two_runners_never_resume_the_same_wait_twice(tmp_path: Path) -> None:
+    import os
     import subprocess
 
     store_path, record, cmd = setup(tmp_path)
     for i in range(6):
         add_due(store_path, tmp_path, f"w{i}")
-    env = {"RECORD_FILE": str(record), "HARNPY_STORE": "", "PYTHONPATH": str(Path.cwd())}
+    env = {"RECORD_FILE": str(record), "HARNPY_STORE": ""}
     args = [sys.executable, "-m", "harnpy", "worker", "--store", store_path, "--once"]
     args += ["--resume-cmd", cmd + " {wait_id}"]
-    import os
-
     procs = [subprocess.Popen(args, env={**os.environ, **env}) for _ in range(2)]
     for p in procs:
         assert p.wait(timeout=60) == 0
