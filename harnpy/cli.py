@@ -225,11 +225,15 @@ def report_internal_error(e: BaseException) -> int:
 
 def cmd_check(path: str) -> int:
     from harnpy.check import check_file
+    from harnpy.stdlib import load_all
+    from harnpy.stdlib.mathlib import GLOBAL_CONSTANTS
+    from harnpy.stdlib.registry import BUILTINS
 
     src = _read_source(path)
     if src is None:
         return EXIT_USAGE
-    diags = check_file(os.path.abspath(path), src)
+    load_all()
+    diags = check_file(os.path.abspath(path), src, set(BUILTINS) | set(GLOBAL_CONSTANTS))
     for d in diags:
         sys.stderr.write(d.render() + "\n")
     if any(d.severity == "error" for d in diags):

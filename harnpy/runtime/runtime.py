@@ -157,6 +157,8 @@ class Runtime:
     def load_main(self, path: str, source: str) -> ModuleInstance:
         """Parse and compile the main program (script or pipeline mode)."""
         tree = self.parse(path, source)
+        if not self.restoring:
+            self.check_static(tree, path, source)
         mod = ModuleInstance(path, source, tree)
         self.main_module = mod
         self.modules[path] = mod
@@ -168,6 +170,17 @@ class Runtime:
         else:
             mod.init_code = self._compile_pipeline_mode(mod, entry)
         return mod
+
+    def check_static(self, tree: A.Module, path: str, source: str) -> None:
+        """Reject the program before it runs when the static checks the reference performs
+        find errors (spec 3.19); raises DiagnosticError with every error found."""
+        from harnpy.check import static_errors
+        from harnpy.diagnostics import DiagnosticError
+
+        diags = static_errors(tree, path, source, set(self.builtins) | set(self.constants))
+        errors = [d for d in diags if d.severity == "error"]
+        if errors:
+            raise DiagnosticError(errors)
 
     def _context(self, mod: ModuleInstance) -> ModuleContext:
         names = M.top_level_names(mod.ast)
