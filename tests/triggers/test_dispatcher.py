@@ -347,3 +347,24 @@ def test_cron_binding_fires_from_the_clock(tmp_path: Path) -> None:
         "tick 2026-05-28T20:45:00Z x1",  # fired by the scheduler timer during sleep()
         "done",
     ]
+
+
+def test_runtime_timer_fires_timeouts_while_the_program_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harnpy.lifecycle.triggers import get_dispatcher
+    from harnpy.runtime.runtime import Runtime
+
+    monkeypatch.delenv("HARNPY_STORE", raising=False)
+    out: list[str] = []
+    rt = Runtime(stdout=out.append)
+    rt.clock.set(T0)
+    d = get_dispatcher(rt)
+    assert get_dispatcher(rt) is d and d.store is None
+    seen: list[tuple[int, ResumeRequest]] = []
+    d.resume_handler = lambda req: seen.append((rt.clock.now_ms(), req))
+    d.register_resume_wait("w", {"on_event": "never", "timeout": {"duration_minutes": 1}})
+    mod = rt.load_main("<t>", 'pipeline main(t) { sleep(120000)\n println("woke") }')
+    rt.run_module(mod)
+    assert "".join(out) == "woke\n"
+    assert [(at - T0, r.cause, r.initiator) for at, r in seen] == [(60_000, "timeout", "timeout")]
