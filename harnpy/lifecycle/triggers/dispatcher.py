@@ -1203,13 +1203,21 @@ def _default_provider_payload(provider: str, kind: str, raw: Any, now: int) -> d
 def get_dispatcher(runtime: Any) -> TriggerDispatcher:
     """The runtime's dispatcher (``runtime.trigger_dispatcher``), created on first use with
     the runtime clock and the configured store (``runtime.wait_store_path`` or
-    ``HARNPY_STORE``)."""
+    ``HARNPY_STORE``).
+
+    Raises:
+        HarnError: the configured store cannot be opened (unsupported backend, I/O error).
+    """
     d = getattr(runtime, "trigger_dispatcher", None)
     if d is None:
-        from harnpy.lifecycle.triggers.store import configured_store_path, open_store
+        from harnpy.lifecycle.triggers.store import StoreError, configured_store_path, open_store
+        from harnpy.runtime.errors import runtime_error
 
-        path = configured_store_path(getattr(runtime, "wait_store_path", None))
-        store = open_store(path) if path else None
+        try:
+            path = configured_store_path(getattr(runtime, "wait_store_path", None))
+            store = open_store(path) if path else None
+        except (StoreError, OSError) as e:
+            raise runtime_error(f"wait store (HARNPY_STORE): {e}") from None
         d = TriggerDispatcher(runtime=runtime, store=store)
         runtime.trigger_dispatcher = d
     return d
