@@ -25,6 +25,7 @@ Commands: ``:help``, ``:quit``, ``:reset``, ``:load FILE``, ``:type EXPR``, ``:d
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
@@ -1138,13 +1139,45 @@ def run_interactive(
             break
         core.last_char = "\n"
         try:
-            core.handle(text)
+            with _quiet_ctrl_c(input):
+                core.handle(text)
         except KeyboardInterrupt:
             core.error("interrupted")
         except ReplExit as e:
             return e.code
     core.end_line()
     return core.exit_status()
+
+
+@contextlib.contextmanager
+def _quiet_ctrl_c(input: Any) -> Iterator[None]:
+    """While an entry runs on a real terminal, keep the terminal from echoing ``^C`` (the
+    program's ``finally`` output and the ``interrupted`` notice then start their lines)."""
+    try:
+        import termios
+    except ImportError:  # not a POSIX terminal
+        yield
+        return
+    saved = None
+    fd = -1
+    if input is None:
+        try:
+            if sys.stdin.isatty():
+                fd = sys.stdin.fileno()
+                saved = termios.tcgetattr(fd)
+                quiet = list(saved)
+                quiet[3] &= ~termios.ECHOCTL
+                termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        except (AttributeError, ValueError, OSError, termios.error):
+            saved = None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            try:
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
+            except (OSError, termios.error):
+                pass
 
 
 # ----------------------------------------------------------------- entry point

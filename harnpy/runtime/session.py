@@ -234,19 +234,16 @@ class Session:
         tree = mod.ast
         names = M.top_level_names(tree)
         self.global_kinds.update(names)
-        self.enums.update(M.collect_enums(tree))
         aliases, structs = M.collect_types(tree)
-        self.alias_decls.update(aliases)
-        self.struct_decls.update(structs)
         ctx = ModuleContext(
             module=mod,
             global_names=set(self.global_kinds),
-            enums=dict(self.enums),
+            enums={**self.enums, **M.collect_enums(tree)},
             builtins=rt.builtins,
             pure_builtins=rt.pure_builtins,
         )
-        ctx.type_aliases = dict(self.alias_decls)
-        ctx.structs_decl = dict(self.struct_decls)
+        ctx.type_aliases = {**self.alias_decls, **aliases}
+        ctx.structs_decl = {**self.struct_decls, **structs}
         comp = Compiler(ctx)
         entry = M.entry_pipeline(tree)
         try:
@@ -273,6 +270,10 @@ class Session:
         mod.codes[code.id] = code
         for c in ctx.codes:
             mod.codes[c.id] = c
+        # Only a compiled entry adds to the session's compile-time tables.
+        self.enums = ctx.enums
+        self.alias_decls = ctx.type_aliases
+        self.struct_decls = ctx.structs_decl
         return code
 
     # --------------------------------------------------------------- running
@@ -318,9 +319,6 @@ class Session:
             except (HarnInterrupt, KeyboardInterrupt):
                 self._finish_interrupted(th)
                 raise HarnInterrupt() from None
-            except HarnError:
-                self._clear_scheduler(keep=False)
-                raise
         finally:
             self._thread = None
             if self._hint_timer is not None:
@@ -332,19 +330,17 @@ class Session:
         """After an interrupt escaped the scheduler: drop other tasks and timers, and let the
         main thread (if it was waiting rather than running) run its ``finally`` blocks."""
         rt = self.runtime
-        self._clear_scheduler(keep=False)
+        self._clear_scheduler()
         if main.frame is not None and main.status not in ("done", "failed", "interrupted"):
             main.interrupt_requested = True
             try:
                 rt.scheduler.run_until(main)
             except (HarnInterrupt, KeyboardInterrupt, HarnError):
                 pass
-            self._clear_scheduler(keep=False)
+            self._clear_scheduler()
         main.interrupt_requested = False
 
-    def _clear_scheduler(self, keep: bool) -> None:
-        if keep:
-            return
+    def _clear_scheduler(self) -> None:
         sched = self.runtime.scheduler
         sched.ready.clear()
         sched.blocked.clear()
@@ -584,15 +580,17 @@ def _entry_number(key: str) -> int | None:
 
 def _waiting_or_blocked(pyframe: Any) -> bool:
     """True when Ctrl-C arrived while the scheduler waits for a timer or a host future,
-    or while Python code outside harnpy runs (a blocking host call inside a builtin): the
-    interrupt must then be raised right away rather than at the next safe point."""
+    or while a builtin or host library runs (code outside the evaluator core
+    ``harnpy.runtime``, e.g. blocked reading stdin or waiting for a subprocess): the
+    interrupt must then be raised right away rather than at the next safe point (the run
+    loop turns the ``KeyboardInterrupt`` into an interrupt at the current instruction)."""
     if pyframe is None:
         return False
     from harnpy.runtime.scheduler import Scheduler
 
     wait_code = Scheduler._wait_for_event.__code__
     name = pyframe.f_globals.get("__name__", "")
-    if not (name == "harnpy" or name.startswith("harnpy.")):
+    if not name.startswith("harnpy.runtime."):
         return True
     f = pyframe
     while f is not None:

@@ -258,6 +258,22 @@ def test_ctrl_c_inside_a_blocking_host_call_interrupts_it(session: Session) -> N
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals")
+def test_ctrl_c_while_a_builtin_blocks_on_stdin_interrupts_it(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r, w = os.pipe()
+    with os.fdopen(r) as blocked_stdin:
+        monkeypatch.setattr(sys, "stdin", blocked_stdin)
+        _sigint_later(0.3)
+        start = time.monotonic()
+        with pytest.raises(HarnInterrupt):
+            session.eval("let line = read_line()")
+        assert time.monotonic() - start < 5
+    os.close(w)
+    assert session.eval("1").value == 1
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals")
 def test_ctrl_c_during_a_loop_is_a_graceful_interrupt(session: Session) -> None:
     session.eval("var n = 0")
     _sigint_later(0.3)
