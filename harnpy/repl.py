@@ -441,7 +441,20 @@ def complete(session: Session, text_before_cursor: str) -> list[Candidate]:
     if not word:
         return []
     out = [Candidate(k, -len(word), "keyword") for k in KEYWORDS if k.startswith(word)]
-    return out + _complete_names(session, word, include_keywords=False)
+    names = _complete_names(session, word, include_keywords=False)
+    # names declared earlier in the entry being typed (not yet known to the session)
+    known = {c.text for c in names}
+    head = text[: len(text) - len(word)]
+    local: dict[str, str] = {}
+    for m in _LOCAL_DECL.finditer(head):
+        kind, name = m.group(1), m.group(2)
+        if name.startswith(word) and name not in known:
+            local.setdefault(name, kind)
+    out += [Candidate(n, -len(word), k) for n, k in sorted(local.items())]
+    return out + names
+
+
+_LOCAL_DECL = re.compile(r"\b(let|var|fn|struct|enum|for)\s+([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _complete_names(session: Session, word: str, include_keywords: bool) -> list[Candidate]:

@@ -124,6 +124,11 @@ def test_completes_keywords_builtins_and_names_in_scope(session: Session) -> Non
     assert metas["greeting"] == "let" and metas["greet_all"] == "fn"
 
 
+def test_completes_names_declared_earlier_in_the_same_entry(session: Session) -> None:
+    got = complete(session, "fn f() {\n    let total_count = 1\n    return tot")
+    assert ("total_count", "let") in [(c.text, c.meta) for c in got]
+
+
 def test_completes_methods_after_a_dot_by_the_receiver_type(session: Session) -> None:
     assert "map" in _texts(complete(session, "items.ma"))
     assert "upper" not in _texts(complete(session, "items.ma"))
