@@ -880,7 +880,15 @@ class Compiler:
         self.b.emit(I.op_yield, self.expr(st.value))
 
     def s_MutexStmt(self, st: A.MutexStmt) -> None:
-        self.block(st.body)
+        """``mutex { body }``: hold the default mutex around the body (released on throw)."""
+        b = self.b
+        permit = b.temp()
+        b.emit(I.op_call, _runtime_builtin("__mutex_enter"), [], [], permit)
+        release = A.ExprStmt(A.Call(A.Name("__mutex_exit"), (A.Name(_PERMIT_NAME),)))
+        b.push_scope()
+        b.scopes[-1][_PERMIT_NAME] = Binding(permit, False, "let")
+        self.try_expr(A.TryExpr(st.body, finally_body=A.Block((release,))), None)
+        b.pop_scope()
 
     def s_SelectStmt(self, st: A.SelectStmt) -> None:
         ev = self.select_expr(st)
@@ -1248,6 +1256,16 @@ class Compiler:
             return {"Ok": 1, "Err": 1}
         return None
 
+    def _dotted_builtin(self, e: A.MethodCall) -> Any:
+        """A builtin registered under a dotted name (``stream.map``) called as
+        ``stream.map(...)`` where ``stream`` is not a variable."""
+        if type(e.obj) is not A.Name:
+            return None
+        ns = e.obj.id
+        if self.b.lookup_local(ns) is not None or self._is_global(ns):
+            return None
+        return self.ctx.builtins.get(f"{ns}.{e.name}")
+
     def _is_pure_call(self, e: A.Call) -> bool:
         name = e.func.id
         if self.b.lookup_local(name) is not None or self._is_global(name):
@@ -1296,6 +1314,13 @@ class Compiler:
             enum_ev = self._enum_constructor(e)
             if enum_ev is not None:
                 b.emit(I.op_store, target, enum_ev)
+                return
+            dotted = self._dotted_builtin(e)
+            if dotted is not None:
+                spread = [type(a) is A.Spread for a in e.args]
+                argevs = [self._operand(e.args, a) for a in e.args]
+                b.span = e.span
+                b.emit(I.op_call, _const(dotted), argevs, spread, target)
                 return
             obj = self.expr(e.obj)
             if any(self._suspends_any(a) for a in e.args) and not _is_stable(e.obj):
@@ -1688,20 +1713,46 @@ class Compiler:
         return _slot_ev(target)
 
     def e_RetryExpr(self, e: A.RetryExpr) -> Ev:
-        node = A.ClosureExpr((), e.body, span=e.span)
-        make = self.closure_expr(node, None)
-        count = self.expr(e.count)
-        target = self.b.temp()
-        self.b.emit(I.op_call, _runtime_builtin("__retry"), [count, make], [False, False], target)
-        return _slot_ev(target)
+        """``retry n { body }`` inline (the body sees and updates the enclosing variables):
+        run the body up to ``n`` times until it completes; rethrow the last error."""
+        b = self.b
+        count = b.temp()
+        attempt = b.temp()
+        pending = b.temp()
+        res = b.temp()
+        b.emit(I.op_store, count, self.expr(e.count))
+        b.emit(I.op_set_const, attempt, 0)
+        top = Label()
+        start = Label()
+        body_end = Label()
+        handler = Label()
+        end = Label()
+        b.place(top)
+        b.emit(_op_incr, attempt)
+        b.place(start)
+        v = self.block(e.body, want_value=True)
+        b.emit(I.op_store, res, v or _const(None))
+        b.place(body_end)
+        b.emit(I.op_jump, end, nxt=False)
+        b.place(handler)
+        b.handlers.append((start, body_end, handler, "finally", pending, None))
+        b.emit(_op_retry_again, attempt, count, pending, top)
+        b.place(end)
+        return _slot_ev(res)
 
     def e_DeadlineExpr(self, e: A.DeadlineExpr) -> Ev:
-        node = A.ClosureExpr((), e.body, span=e.span)
-        make = self.closure_expr(node, None)
-        dur = self.expr(e.duration)
-        target = self.b.temp()
-        self.b.emit(I.op_call, _runtime_builtin("__deadline"), [dur, make], [False, False], target)
-        return _slot_ev(target)
+        """``deadline d { body }`` inline: the body's value, or throw ``Deadline exceeded``
+        when it ran longer than ``d`` (measured on the runtime clock when it completes)."""
+        b = self.b
+        limit = b.temp()
+        started = b.temp()
+        res = b.temp()
+        b.emit(I.op_store, limit, self.expr(e.duration))
+        b.emit(I.op_store, started, _monotonic_ev)
+        v = self.block(e.body, want_value=True)
+        b.emit(I.op_store, res, v or _const(None))
+        b.emit(_op_deadline_check, limit, started)
+        return _slot_ev(res)
 
     def select_expr(self, st: A.SelectStmt) -> Ev:
         cases = []
@@ -1794,6 +1845,53 @@ def _is_bool_expr(e: A.Expr) -> bool:
 
 def _err_const(msg: str, code: str) -> Callable[[Frame], BaseException]:
     return lambda f: plain_error(msg, code)
+
+
+_PERMIT_NAME = "__mutex_permit"
+
+
+def _monotonic_ev(f: Frame) -> Any:
+    return f.thread.runtime.clock.monotonic_ms()
+
+
+def _op_incr(slot: int, nxt: int) -> Callable[[Frame], int]:
+    def instr(f: Frame) -> int:
+        f.slots[slot] += 1
+        return nxt
+
+    return instr
+
+
+def _op_retry_again(
+    attempt: int, count: int, pending: int, top: int, nxt: int
+) -> Callable[[Frame], int]:
+    def instr(f: Frame) -> int:
+        n = f.slots[count]
+        if type(n) is not int:
+            n = 1
+        if f.slots[attempt] < n:
+            f.slots[pending] = None
+            return top
+        rec = f.slots[pending]
+        f.slots[pending] = None
+        raise rec[1]
+
+    return instr
+
+
+def _op_deadline_check(limit: int, started: int, nxt: int) -> Callable[[Frame], int]:
+    from harnpy.runtime.errors import HarnThrow
+
+    def instr(f: Frame) -> int:
+        d = f.slots[limit]
+        ms = d.ms if type(d) is Duration else d
+        if type(ms) not in (int, float):
+            raise runtime_error(f"deadline expects a duration, got {type_name(d)}")
+        if f.thread.runtime.clock.monotonic_ms() - f.slots[started] > ms:
+            raise HarnThrow("Deadline exceeded")
+        return nxt
+
+    return instr
 
 
 def _pipeline_arg_ev(name: str) -> Ev:

@@ -26,6 +26,7 @@ def load_all() -> None:
     import harnpy.stdlib.core  # noqa: F401
     import harnpy.stdlib.dicts  # noqa: F401
     import harnpy.stdlib.encoding  # noqa: F401
+    import harnpy.stdlib.flow  # noqa: F401
     import harnpy.stdlib.formats  # noqa: F401
     import harnpy.stdlib.fs  # noqa: F401
     import harnpy.stdlib.iters  # noqa: F401

@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Generator as PyGenerator
 from typing import Any
 
-from harnpy.runtime.errors import HarnError, HarnThrow, SnapshotExit, plain_error, runtime_error
+from harnpy.runtime.errors import SnapshotExit, plain_error, runtime_error
 from harnpy.runtime.scheduler import Block, Waker
 from harnpy.runtime.values import (
     CallRequest,
-    Duration,
     HostObject,
     RangeValue,
     err,
@@ -50,36 +49,6 @@ def snapshot_exit(thread: Any, path: Any = None) -> Any:
 def argv_(thread: Any) -> list[str]:
     """The script's arguments (after ``--`` on the command line), as a list of strings."""
     return list(thread.runtime.argv)
-
-
-@builtin("__retry", callback=True)
-def retry_(thread: Any, count: Any, body: Any) -> PyGenerator[Any, Any, Any]:
-    """``retry n { body }``: run ``body`` up to ``n`` times until it does not throw; after
-    the last failure rethrow its error (spec 3.12)."""
-    n = count if type(count) is int else 1
-    last: HarnError | None = None
-    for _ in range(max(1, n)):
-        try:
-            return (yield CallRequest(body, []))
-        except HarnError as e:
-            last = e
-    assert last is not None
-    raise last
-
-
-@builtin("__deadline", callback=True)
-def deadline_(thread: Any, duration: Any, body: Any) -> PyGenerator[Any, Any, Any]:
-    """``deadline d { body }``: the body's value, or throw ``Deadline exceeded`` when the
-    body ran longer than ``d`` (checked when the body completes, on the runtime clock)."""
-    ms = duration.ms if type(duration) is Duration else duration
-    if type(ms) not in (int, float):
-        raise runtime_error(f"deadline expects a duration, got {type_name(duration)}")
-    clock = thread.runtime.clock
-    start = clock.monotonic_ms()
-    value = yield CallRequest(body, [])
-    if clock.monotonic_ms() - start > ms:
-        raise HarnThrow("Deadline exceeded")
-    return value
 
 
 def _parallel_items(mode: str, value: Any) -> list[Any]:
