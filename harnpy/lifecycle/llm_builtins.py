@@ -153,11 +153,12 @@ def extract_json(text: str) -> tuple[bool, Any]:
 
 def schema_issues(value: Any, schema: Any) -> list[str]:
     """Violations of ``value`` against a JSON/Harn schema, rendered ``at <path>: <msg>``
-    (empty when valid)."""
+    (empty when valid). Numbers are compared leniently (JSON has one number type: ``8``
+    satisfies ``number``)."""
     from harnpy.stdlib.schema import render_issue, validate
 
     try:
-        _, issues = validate(value, schema)
+        _, issues = validate(value, schema, numeric_compat=True)
     except ValueError as exc:
         return [f"at root: invalid schema: {exc}"]
     return [render_issue(i) for i in issues]
