@@ -26,6 +26,10 @@ from harnpy.runtime.code import STOP, NativeFrame
 from harnpy.runtime.errors import HarnError, plain_error
 
 
+def _cancelled() -> None:
+    """Placeholder callback of a cancelled timer."""
+
+
 class Waker:
     """Resumes one blocked native frame exactly once, with a value or an error."""
 
@@ -126,7 +130,7 @@ class Scheduler:
         self.runtime = runtime
         self.ready: deque[Any] = deque()
         self.blocked: set[Any] = set()
-        self.timers: list[tuple[float, int, Callable[[], None]]] = []
+        self.timers: list[Any] = []  # heap of [deadline_ms, seq, callback]
         self.futures: dict[concurrent.futures.Future[Any], Callable[[Any], None]] = {}
         self._seq = itertools.count()
 
@@ -144,9 +148,26 @@ class Scheduler:
 
     # ---- timers and futures
 
-    def at(self, deadline_ms: float, fn: Callable[[], None]) -> None:
-        """Call ``fn`` once the runtime clock's monotonic time reaches ``deadline_ms``."""
-        heapq.heappush(self.timers, (deadline_ms, next(self._seq), fn))
+    def at(self, deadline_ms: float, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call ``fn`` once the runtime clock's monotonic time reaches ``deadline_ms``.
+
+        Returns a function that cancels the timer (a no-op once it has fired)."""
+        entry: list[Any] = [deadline_ms, next(self._seq), fn]
+        heapq.heappush(self.timers, entry)  # type: ignore[arg-type]
+
+        def cancel() -> None:
+            entry[2] = _cancelled
+
+        return cancel
+
+    def fire_due_timers(self) -> None:
+        """Run every timer whose deadline has passed on the runtime clock."""
+        if not self.timers:
+            return
+        now = self.runtime.clock.monotonic_ms()
+        while self.timers and self.timers[0][0] <= now:
+            _, _, fn = heapq.heappop(self.timers)
+            fn()
 
     def on_future(self, fut: concurrent.futures.Future[Any], fn: Callable[[Any], None]) -> None:
         """Call ``fn(future)`` on the scheduler's thread once ``fut`` is done."""
@@ -171,6 +192,7 @@ class Scheduler:
         self.add(main)
         while True:
             while self.ready:
+                self.fire_due_timers()
                 th = self.ready.popleft()
                 self._step(th)
                 if main.finished:
@@ -216,6 +238,8 @@ class Scheduler:
                 cb(fut)
             if done:
                 return True
+        while self.timers and self.timers[0][2] is _cancelled:
+            heapq.heappop(self.timers)
         if self.timers:
             deadline, _, fn = heapq.heappop(self.timers)
             clock = self.runtime.clock
