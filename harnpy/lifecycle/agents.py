@@ -16,6 +16,12 @@ One turn (the Harn side): ``__agent_llm_turn`` (blocks on the model) ->
 from Harn (``try`` around the handler, then ``__agent_tool_done``) -> ``__agent_after_turn``
 (stop conditions) -> ``__turn_boundary``.
 
+Tool formats: ``native`` (default) offers the tools through the provider's tool-calling
+API and answers with ``tool`` messages; ``text`` describes them in the system prompt,
+parses ``<tool_call>{"name", "arguments"}</tool_call>`` blocks from the answer and returns
+results as user messages holding ``<tool_result name=... id=...>`` blocks (for models
+without native tool calls).
+
 Stop conditions: a text-only answer ends the loop (``done``) unless ``loop_until_done``
 (alias ``persistent``) asks for the done sentinel (``done_sentinel``; default ``##DONE##``
 when the loop offers no tools, none in native-tool loops), in which case the loop nudges
@@ -274,16 +280,74 @@ def agent_llm_turn(thread: Any, st: Any = None) -> Any:
         messages.append({"role": "user", "content": body})
     opts: dict[str, Any] = {**st["llm_options"], "messages": messages}
     wire = wire_tools(st["tools"])
+    system = st["system"]
     if wire:
         opts["tools"] = wire
         opts["tool_format"] = st["tool_format"]
-    request = build(None, st["system"], opts, where="agent_loop")
+        if st["tool_format"] == "text":
+            contract = text_tool_contract(wire)
+            system = f"{system}\n\n{contract}" if system else contract
+    request = build(None, system, opts, where="agent_loop")
 
     def finish(resp: Any) -> dict[str, Any]:
         return apply_response(rt, st, resp)
 
     submit_blocking(thread, request, finish, "agent turn")
     return None
+
+
+TOOL_CALL_OPEN = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+
+
+def text_tool_contract(wire: list[dict[str, Any]]) -> str:
+    """System-prompt text that offers ``wire`` tools to a model without native tool calls
+    (``tool_format: "text"``)."""
+    lines = [
+        "You can call tools. To call one, reply with a block",
+        '<tool_call>{"name": "<tool name>", "arguments": {<arguments>}}</tool_call>',
+        "(one block per call). Each result comes back in a <tool_result> block. Tools:",
+    ]
+    for tool in wire:
+        props = (tool.get("parameters") or {}).get("properties") or {}
+        params = ", ".join(
+            f"{k}: {v.get('type', 'any') if type(v) is dict else 'any'}" for k, v in props.items()
+        )
+        lines.append(f"- {tool['name']}({params}): {tool.get('description') or ''}")
+    return "\n".join(lines)
+
+
+def parse_text_tool_calls(text: str, iteration: int) -> list[dict[str, Any]]:
+    """The ``<tool_call>{json}</tool_call>`` blocks of a text-mode answer as ``[{id, name,
+    arguments}]`` (ids ``text_call_<iteration>_<k>``; malformed blocks are skipped)."""
+    import json
+
+    calls: list[dict[str, Any]] = []
+    pos = 0
+    while True:
+        start = text.find(TOOL_CALL_OPEN, pos)
+        if start < 0:
+            break
+        end = text.find(TOOL_CALL_CLOSE, start)
+        if end < 0:
+            break
+        body = text[start + len(TOOL_CALL_OPEN) : end].strip()
+        pos = end + len(TOOL_CALL_CLOSE)
+        try:
+            value = json.loads(body)
+        except ValueError:
+            continue
+        if type(value) is not dict or type(value.get("name")) is not str:
+            continue
+        args = value.get("arguments")
+        calls.append(
+            {
+                "id": f"text_call_{iteration}_{len(calls) + 1}",
+                "name": value["name"],
+                "arguments": args if type(args) is dict else {},
+            }
+        )
+    return calls
 
 
 def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any]:
@@ -305,6 +369,8 @@ def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any
         }
     t = append_message(t, assistant_message(resp))
     calls = [tc.model_dump() for tc in resp.tool_calls]
+    if st["tool_format"] == "text" and st["tools"]:
+        calls += parse_text_tool_calls(resp.text, iteration)
     for c in calls:
         t = _emit(runtime, st, t, {"kind": "tool_call", "iteration": iteration, **c})
     services(runtime).emit_session_event(
@@ -421,7 +487,15 @@ def _record(st: dict[str, Any], prep: dict[str, Any], status: str, **extra: Any)
     }
 
 
-def _tool_message(prep: dict[str, Any], content: str) -> dict[str, Any]:
+def _tool_message(
+    prep: dict[str, Any], content: str, tool_format: str = "native"
+) -> dict[str, Any]:
+    if tool_format == "text":
+        return {
+            "role": "user",
+            "content": f'<tool_result name="{prep.get("name")}" id="{prep.get("id")}">\n'
+            f"{content}\n</tool_result>",
+        }
     return {
         "role": "tool",
         "tool_call_id": prep.get("id"),
@@ -467,7 +541,7 @@ def agent_tool_done(
                     "audit": {"decision": "deny", "reason": "policy", "message": content},
                 },
             )
-    t = append_message(t, _tool_message(prep, content))
+    t = append_message(t, _tool_message(prep, content, st["tool_format"]))
     t = _emit(
         rt,
         st,
@@ -518,7 +592,7 @@ def agent_close_for_park(
                 f"(the agent parked with {PARK_TOOL} in the same turn)"
             )
             records.append(_record(st, prep, "skipped", error=content))
-        t = append_message(t, _tool_message(prep, content))
+        t = append_message(t, _tool_message(prep, content, st["tool_format"]))
     t = _emit(
         rt,
         st,

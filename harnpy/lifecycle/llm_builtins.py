@@ -32,6 +32,7 @@ DEFAULT_SCHEMA_RETRIES = 1
 
 _DONE_BLOCK = re.compile(r"<done>.*?</done>", re.DOTALL)
 _THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL)
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL)
 _PROSE = re.compile(r"<assistant_prose>(.*?)</assistant_prose>", re.DOTALL)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
 
@@ -119,11 +120,13 @@ def build(prompt: Any, system: Any, options: Any, where: str = "llm_call") -> An
 
 
 def visible_text(text: str) -> str:
-    """The human-visible part of a model answer: ``<think>`` blocks and ``<done>`` blocks
-    removed, ``<assistant_prose>`` unwrapped, the bare ``##DONE##`` sentinel dropped, trimmed."""
+    """The human-visible part of a model answer: ``<think>``, ``<tool_call>`` and ``<done>``
+    blocks removed, ``<assistant_prose>`` unwrapped, the bare ``##DONE##`` sentinel dropped,
+    trimmed."""
     if not text:
         return ""
     out = _THINK_BLOCK.sub("", text)
+    out = _TOOL_CALL_BLOCK.sub("", out)
     out = _DONE_BLOCK.sub("", out)
     prose = _PROSE.findall(out)
     if prose:

@@ -231,3 +231,28 @@ pipeline main() {
     )
     assert got[3] == "[daemon wake: timer]"
     assert got[4] == "idle"
+
+
+def test_text_tool_format_parses_tool_call_blocks(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        ECHO
+        + """
+pipeline main() {
+  llm_mock({text: "Checking. <tool_call>{\\"name\\": \\"echo\\", \\"arguments\\": {\\"text\\": \\"hi\\"}}</tool_call>"})
+  llm_mock({text: "It said hi."})
+  let r = agent_loop("go", "You help.", {provider: "mock", tools: echo_tools(), tool_format: "text"})
+  println(r.status + " " + to_string(r.iterations) + " " + r.tool_calls[0].id + " " + r.tool_calls[0].result)
+  println(r.visible_text)
+  let calls = llm_mock_calls()
+  println(calls[0].tools == nil)
+  println(contains(calls[0].system, "- echo(text: string): Echo"))
+  println(calls[1].messages[2].role)
+  println(calls[1].messages[2].content)
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "done 2 text_call_1_1 hi"
+    assert got[1:3] == ["Checking.", "It said hi."]
+    assert got[3:6] == ["true", "true", "user"]
+    assert got[6:] == ['<tool_result name="echo" id="text_call_1_1">', "hi", "</tool_result>"]

@@ -181,3 +181,23 @@ pipeline main() {
 """
     )
     assert "llm_call cannot be called directly from map" in out
+
+
+def test_llm_mock_cli_fixture_serves_every_call(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import harnpy
+
+    fixture = tmp_path / "replies.jsonl"
+    fixture.write_text('{"text": "from the fixture"}\n{"text": "second"}\n', encoding="utf-8")
+    prog = tmp_path / "p.harn"
+    prog.write_text(
+        "pipeline main() {\n"
+        '  println(llm_call("a", nil, {provider: "openai", model: "gpt-4o"}).text)\n'
+        '  println(agent_loop("b", nil, {model: "claude-x"}).text)\n'
+        "}\n",
+        encoding="utf-8",
+    )
+    proc = harnpy(
+        "run", "--llm-mock", str(fixture), str(prog), env={"HARN_LLM_CALLS_DISABLED": "1"}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["from the fixture", "second"]
