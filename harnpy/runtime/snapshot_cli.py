@@ -60,11 +60,24 @@ def load_for_resume(snapshot_path: str, runtime: Any) -> Any:
     mod = runtime.load_main(path, source)
     if mod.path != main["key"]:
         runtime.modules[main["key"]] = mod
+    _load_std_modules(doc, runtime)
     th = restore(doc, runtime)
     runtime.restoring = False
     runtime.relink_imports()
     runtime.main_thread = th
     return th
+
+
+def _load_std_modules(doc: dict[str, Any], runtime: Any) -> None:
+    """Compile the bundled ``std/`` modules the snapshot refers to that the main module
+    does not import itself (e.g. ``std/agent/_loop``, loaded on first use by agent_loop)."""
+    from harnpy.runtime.modules import resolve_import
+
+    for rec in doc["modules"]:
+        key = rec["key"]
+        if key.startswith("std/") and key not in runtime.modules:
+            k, p = resolve_import(key, None)  # type: ignore[arg-type]
+            runtime.import_module(k, p)
 
 
 def resume_main(args: Any) -> int:
@@ -94,7 +107,8 @@ def resume_main(args: Any) -> int:
         sys.stderr.write(f"{args.resume}: error[{e.code}]: {e.message}\n")
         return EXIT_USAGE
     try:
-        th.run()
+        # through the scheduler: the restored program may block (model calls, timers, tasks)
+        rt.scheduler.run_until(th)
     except HarnError as e:
         flush_stdout()
         sys.stderr.write(render_runtime_error(e, rt) + "\n")
