@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid as _uuid
 from typing import Any
 
 from harnpy.runtime.display import display
@@ -132,6 +131,8 @@ class IdSource:
 
     def uuid7(self, runtime: Any) -> str:
         """Next id (RFC 9562 version 7 layout)."""
+        import uuid as _uuid
+
         ms = runtime.clock.now_ms() & ((1 << 48) - 1)
         if ms <= self._last_ms:
             ms = self._last_ms

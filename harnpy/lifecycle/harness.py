@@ -19,9 +19,6 @@ strip_harness`). A member whose builtin does not exist in this build raises
 from __future__ import annotations
 
 import os
-import random as _random
-import subprocess
-import tempfile
 from typing import Any
 
 from harnpy.lifecycle._common import HARNESS_STRUCTS, arg, strip_harness
@@ -193,6 +190,8 @@ def pipeline_argument(runtime: Any, name: str) -> Any:
 @builtin("__harness_random_range")
 def harness_random_range(thread: Any, lo: Any = None, hi: Any = None) -> int:
     """``harness.random.range(lo, hi)``: a random int in ``[lo, hi]``."""
+    import random as _random
+
     a = lo if type(lo) is int else 0
     b = hi if type(hi) is int else a
     if b < a:
@@ -203,6 +202,8 @@ def harness_random_range(thread: Any, lo: Any = None, hi: Any = None) -> int:
 @builtin("__harness_workspace_temp_dir")
 def harness_workspace_temp_dir(thread: Any) -> str:
     """``harness.fs.workspace_temp_dir()``: the system temporary directory."""
+    import tempfile
+
     return tempfile.gettempdir()
 
 
@@ -210,6 +211,8 @@ def harness_workspace_temp_dir(thread: Any) -> str:
 def harness_exec_at(thread: Any, cwd: Any = None, cmd: Any = None, *args: Any) -> dict[str, Any]:
     """``harness.process.exec_at(cwd, cmd, ...args)``: like ``exec`` with a working
     directory: ``{stdout, stderr, status, success}`` (status 127 when it cannot start)."""
+    import subprocess
+
     argv = [display(cmd) if type(cmd) is not str else cmd]
     argv += [a if type(a) is str else display(a) for a in args]
     try:

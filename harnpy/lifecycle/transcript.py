@@ -20,7 +20,6 @@ Builtins: ``transcript``, ``transcript_from_messages``, ``transcript_messages``,
 from __future__ import annotations
 
 import json
-import uuid as _uuid
 from typing import Any
 
 from harnpy.lifecycle._common import arg, strip_harness, thrown
@@ -37,6 +36,8 @@ def new_transcript(
     summary: Any = None,
 ) -> dict[str, Any]:
     """A transcript holding ``messages`` (each also recorded as a ``message`` event)."""
+    import uuid as _uuid
+
     t: dict[str, Any] = {
         "_type": "transcript",
         "id": tid or f"transcript_{_uuid.uuid4().hex[:16]}",
