@@ -13,7 +13,9 @@ import pytest
 
 from tests.conftest import REPO, harnpy
 
-EXAMPLES = sorted(p for p in (REPO / "examples").rglob("*.harn") if p.with_suffix(".expected").exists())
+EXAMPLES = sorted(
+    p for p in (REPO / "examples").rglob("*.harn") if p.with_suffix(".expected").exists()
+)
 
 
 @pytest.mark.parametrize("program", EXAMPLES, ids=lambda p: str(p.relative_to(REPO / "examples")))
