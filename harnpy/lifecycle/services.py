@@ -8,6 +8,7 @@ the lifecycle layer persists separately (lifecycle.md 3.6).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,6 +24,8 @@ class AgentServices:
         workers: worker id -> :class:`~harnpy.lifecycle.workers.WorkerRecord`.
         worker_events: worker lifecycle events, oldest first (lifecycle.md 12), each
             ``{event, status, worker_id, worker: {id, name, task, mode, status}, at}``.
+        event_listeners: callables run with each new worker event (the session-hook layer
+            subscribes here to fire ``WorkerSpawned``... hooks).
         session_events: agent events tagged with their session id (``agent_capture_events``).
         sessions: session id -> latest transcript dict of the loop using it.
         audit_log: entries written by ``harness.emit_audit`` (``{seq, kind, payload,
@@ -38,6 +41,7 @@ class AgentServices:
         self._llm: LlmHost | None = None
         self.workers: dict[str, WorkerRecord] = {}
         self.worker_events: list[dict[str, Any]] = []
+        self.event_listeners: list[Callable[[dict[str, Any]], None]] = []
         self.session_events: list[dict[str, Any]] = []
         self.sessions: dict[str, Any] = {}
         self.audit_log: list[dict[str, Any]] = []

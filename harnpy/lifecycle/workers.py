@@ -211,7 +211,7 @@ def emit(runtime: Any, rec: WorkerRecord, event: str, **extra: Any) -> dict[str,
         **extra,
     }
     svc.worker_events.append(ev)
-    for listener in list(getattr(svc, "event_listeners", [])):
+    for listener in list(svc.event_listeners):
         listener(ev)
     return ev
 
@@ -710,12 +710,14 @@ def worker_events(thread: Any, *args: Any) -> list[dict[str, Any]]:
 def suspension_payload(
     runtime: Any, rec: WorkerRecord, st: dict[str, Any], request: dict[str, Any], initiator: str
 ) -> dict[str, Any]:
-    """The Suspension returned to the parent (lifecycle.md 3.3)."""
+    """The Suspension returned to the parent (lifecycle.md 3.3). Its ``handle`` carries no
+    transcript: sensitive content stays in the worker record / snapshot."""
     sus = rec.suspension or {}
+    handle = {k: v for k, v in rec.summary().items() if k != "transcript"}
     return {
         "status": "suspended",
         "final_status": "suspended",
-        "handle": rec.summary(),
+        "handle": handle,
         "reason": request.get("reason", ""),
         "initiator": initiator,
         "conditions": request.get("conditions"),

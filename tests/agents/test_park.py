@@ -188,3 +188,17 @@ pipeline main() {
     assert got[1] == "HARN-SUS-005: agent_await_resumption: reason must be a non-empty string"
     assert got[2].startswith("HARN-SUS-002: invalid ResumeConditions.bogus: unknown field")
     assert got[3].startswith("HARN-SUS-005")
+
+
+def test_suspension_handle_carries_no_transcript(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+pipeline main() {
+  llm_mock({tool_calls: [{name: "agent_await_resumption", arguments: {reason: "secret stuff"}}]})
+  let s = wait_agent(sub_agent_run("private task text", {provider: "mock", background: true}))
+  println(s.result.handle?.transcript == nil)
+  println(s.has_transcript)
+}
+"""
+    )
+    assert lines(out) == ["true", "true"]

@@ -302,3 +302,23 @@ def test_resolve_rejects_bad_handles_in_wait() -> None:
         resolve(rt, "worker_x", "wait_agent")
     with pytest.raises(HarnError, match="missing worker handle"):
         resolve(rt, None, "wait_agent")
+
+
+def test_event_listeners_see_every_worker_event(run_harn: RunHarn) -> None:
+    seen: list[str] = []
+
+    def setup(rt: Any) -> None:
+        services(rt).event_listeners.append(
+            lambda ev: seen.append(ev["event"] + ":" + ev["status"])
+        )
+
+    run_harn(
+        """
+pipeline main() {
+  llm_mock({text: "x"})
+  wait_agent(sub_agent_run("t", {provider: "mock", background: true}))
+}
+""",
+        setup=setup,
+    )
+    assert seen == ["WorkerSpawned:running", "WorkerCompleted:completed"]
