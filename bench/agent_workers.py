@@ -93,6 +93,7 @@ class _Replies:
         self.turns = turns
 
     def tool_call(self):  # type: ignore[no-untyped-def]
+        """A delayed reply that calls the ``tick`` tool."""
         body = self.fake.openai_text("")
         body["choices"][0]["message"] = {
             "role": "assistant",
@@ -109,6 +110,7 @@ class _Replies:
         return self.fake.Reply(body=body, delay_s=self.latency)
 
     def queue(self, server, workers: int) -> None:  # type: ignore[no-untyped-def]
+        """Queue the replies of one round of ``workers`` workers."""
         path = self.fake.CHAT_PATH
         for _ in range(self.turns - 1):
             for _ in range(workers):
