@@ -104,6 +104,8 @@ class ModuleContext:
     builtins: dict[str, Any] = field(default_factory=dict)
     pure_builtins: set[str] = field(default_factory=set)
     codes: list[CodeObject] = field(default_factory=list)
+    #: In files that use ``const`` (later Harn revisions) ``let`` bindings are reassignable.
+    let_mutable: bool = False
     type_aliases: dict[str, Any] = field(default_factory=dict)
     structs_decl: dict[str, Any] = field(default_factory=dict)
 
@@ -492,12 +494,13 @@ class Compiler:
             and pat.name != "_"
         ):
             # Let-bound closures can refer to themselves (recursive closures).
-            slot = b.declare(pat.name, st.mutable, "var" if st.mutable else "let")
+            mutable = st.mutable or (self.ctx.let_mutable and not st.is_const)
+            slot = b.declare(pat.name, mutable, "var" if mutable else "let")
             ev = self.closure_expr(value, self_name=pat.name)
             b.emit(I.op_store, slot, ev)
             return
         ev = self.expr(value)
-        self.bind_pattern(pat, ev, st.mutable)
+        self.bind_pattern(pat, ev, st.mutable or (self.ctx.let_mutable and not st.is_const))
 
     def bind_pattern(self, pat: A.Pattern, ev: Ev, mutable: bool) -> None:
         b = self.b

@@ -193,6 +193,7 @@ class Runtime:
             pure_builtins=self.pure_builtins,
         )
         ctx.type_aliases, ctx.structs_decl = M.collect_types(mod.ast)
+        ctx.let_mutable = any(type(n) is A.LetStmt and n.is_const for n in A.walk(mod.ast))
         mod.constants = self.constants
         return ctx
 

@@ -504,12 +504,15 @@ Pattern = Union[NamePattern, DictPattern, ListPattern, PairPattern]
 
 
 class LetStmt(Node):
-    """``let pat: T = value`` (``mutable`` false) or ``var pat: T = value`` (true)."""
+    """``let pat: T = value`` (``mutable`` false), ``var pat: T = value`` (true) or
+    ``const pat = value`` (``is_const``: later Harn revisions, where ``let`` is reassignable
+    in files that use ``const``)."""
 
     pattern: Pattern
     value: Expr
     type: TypeExpr | None = None
     mutable: bool = False
+    is_const: bool = False
 
 
 class AssignStmt(Node):

@@ -187,7 +187,7 @@ class AstBuilder:
 
     def const_stmt(self, meta: Any, ch: list[Any]) -> ast.LetStmt:
         _const, pat, typ, value = ch
-        return ast.LetStmt(pat, value, typ, mutable=False, span=meta_span(meta))
+        return ast.LetStmt(pat, value, typ, mutable=False, is_const=True, span=meta_span(meta))
 
     def var_stmt(self, meta: Any, ch: list[Any]) -> ast.LetStmt:
         pat, typ, value = ch
