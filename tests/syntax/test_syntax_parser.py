@@ -504,7 +504,7 @@ def test_tool_attributes_skill_imports_pipelines() -> None:
 
 
 def test_const_is_an_immutable_let() -> None:
-    assert one("const x = 1") == LetStmt(NamePattern("x"), lit(1))
+    assert one("const x = 1") == LetStmt(NamePattern("x"), lit(1), is_const=True)
     assert one("const = 1") == AssignStmt(n("const"), lit(1))
 
 
