@@ -80,16 +80,13 @@ def push_call(thread: Any, fn: Any, args: list[Any]) -> None:
         HarnRuntimeError: ``Type error: Cannot call X`` when ``fn`` is not a closure;
             ``Stack overflow`` at the frame limit.
     """
-    from harnpy.runtime.calls import bind_args, stack_overflow
+    from harnpy.runtime.calls import closure_slots, stack_overflow
     from harnpy.runtime.code import Frame
 
     if type(fn) is not Closure:
         raise type_error(f"Cannot call {display(fn)}")
     caller = thread.frame
-    code = fn.code
-    argv = [fn.bound_self, *args] if fn.bound_self is not None else list(args)
-    slots = bind_args(code, argv, fn.captures, code.name)
-    nf = Frame(code, slots, thread)
+    nf = Frame(fn.code, closure_slots(fn, list(args)), thread)
     if thread.depth >= thread.max_depth:
         raise stack_overflow()
     thread.depth += 1

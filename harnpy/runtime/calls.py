@@ -78,6 +78,22 @@ def bind_args(code: CodeObject, args: list[Any], captures: list[Any], name: str)
     return slots
 
 
+def closure_slots(callee: Closure, args: list[Any]) -> list[Any]:
+    """The slot list of a new frame of ``callee`` called with ``args``.
+
+    ``args`` must be a fresh list the caller does not reuse (it may become the slot list).
+    """
+    code = callee.code
+    if code.simple and len(args) == code.nparams and callee.bound_self is None:
+        slots = args + callee.captures
+        if code.nslots > len(slots):
+            slots.extend([None] * (code.nslots - len(slots)))
+        return slots
+    if callee.bound_self is not None:
+        args = [callee.bound_self, *args]
+    return bind_args(code, list(args), callee.captures, code.name)
+
+
 # -------------------------------------------------------------------- calls
 
 
@@ -91,15 +107,7 @@ def call_value(f: Frame, callee: Any, args: list[Any], target: int, nxt: int) ->
     if t is Closure:
         code = callee.code
         th = f.thread
-        if code.simple and len(args) == code.nparams and callee.bound_self is None:
-            slots = args + callee.captures
-            if code.nslots > len(slots):
-                slots.extend([None] * (code.nslots - len(slots)))
-        else:
-            if callee.bound_self is not None:
-                args = [callee.bound_self, *args]
-            slots = bind_args(code, args, callee.captures, code.name)
-        nf = Frame(code, slots, th)
+        nf = Frame(code, closure_slots(callee, args), th)
         if code.is_generator:
             gen = Generator(nf, code.gen_kind)
             nf.generator = gen
@@ -189,15 +197,7 @@ def call_from_native(nf: NativeFrame, callee: Any, args: list[Any]) -> int:
     t = type(callee)
     if t is Closure:
         code = callee.code
-        if code.simple and len(args) == code.nparams and callee.bound_self is None:
-            slots = args + callee.captures
-            if code.nslots > len(slots):
-                slots.extend([None] * (code.nslots - len(slots)))
-        else:
-            if callee.bound_self is not None:
-                args = [callee.bound_self, *args]
-            slots = bind_args(code, list(args), callee.captures, code.name)
-        fr = Frame(code, slots, nf.thread)
+        fr = Frame(code, closure_slots(callee, args), nf.thread)
         if code.is_generator:
             gen = Generator(fr, code.gen_kind)
             fr.generator = gen

@@ -298,17 +298,8 @@ def op_tail_call(callee: Ev, argevs: list[Ev], spread: list[bool], target: int, 
         fn = callee(f)
         args = build(f)
         if type(fn) is Closure and not fn.code.is_generator and f.generator is None:
-            code = fn.code
             th = f.thread
-            if code.simple and len(args) == code.nparams and fn.bound_self is None:
-                slots = args + fn.captures
-                if code.nslots > len(slots):
-                    slots.extend([None] * (code.nslots - len(slots)))
-            else:
-                if fn.bound_self is not None:
-                    args = [fn.bound_self, *args]
-                slots = calls.bind_args(code, args, fn.captures, code.name)
-            nf = Frame(code, slots, th)
+            nf = Frame(fn.code, calls.closure_slots(fn, args), th)
             nf.parent = f.parent
             nf.ret_slot = f.ret_slot
             th.frame = nf

@@ -30,16 +30,13 @@ Gen = PyGenerator[Any, Any, Any]
 
 def start_thread(runtime: Any, fn: Any, args: list[Any], name: str, out: Any = None) -> Any:
     """A new thread whose bottom frame calls ``fn(*args)``; not yet scheduled."""
-    from harnpy.runtime.calls import bind_args
+    from harnpy.runtime.calls import closure_slots
     from harnpy.runtime.code import Frame
     from harnpy.runtime.thread import Thread
 
     th = Thread(runtime, name, out=out)
     if type(fn) is Closure:
-        code = fn.code
-        argv = [fn.bound_self, *args] if fn.bound_self is not None else list(args)
-        slots = bind_args(code, argv, fn.captures, code.name)
-        th.frame = Frame(code, slots, th)
+        th.frame = Frame(fn.code, closure_slots(fn, list(args)), th)
         th.depth = 1
     elif type(fn) is Builtin:
         th.frame = None
