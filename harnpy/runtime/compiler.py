@@ -1531,9 +1531,8 @@ class Compiler:
                 slot = b.declare(p.id, False, "let")
                 b.emit(I.op_store, slot, vev)
             return
-        if t is A.Attribute and type(p.obj) is A.Name:
-            variants = self._enum_variants(p.obj.id)
-            if variants is not None:
+        if t in (A.Attribute, A.MethodCall) and type(p.obj) is A.Name:
+            if self._enum_variants(p.obj.id) is not None:
                 ename, vname = p.obj.id, p.name
                 b.emit(
                     I.op_jump_if_false,
@@ -1541,30 +1540,17 @@ class Compiler:
                     True,
                     fail,
                 )
-                return
-        if t is A.MethodCall and type(p.obj) is A.Name:
-            variants = self._enum_variants(p.obj.id)
-            if variants is not None:
-                ename, vname = p.obj.id, p.name
-                b.emit(
-                    I.op_jump_if_false,
-                    lambda f: I.enum_matches(f.slots[val], ename, vname),
-                    True,
-                    fail,
-                )
-                for i, arg in enumerate(p.args):
+                # E.V(a, b): identifiers bind fields by position; nested patterns match;
+                # other non-identifier arguments are ignored (spec 2.6).
+                for i, arg in enumerate(getattr(p, "args", ())):
                     if type(arg) is A.Name:
                         if arg.id != "_" and bind:
                             slot = b.declare(arg.id, False, "let")
                             b.emit(I.op_store, slot, _enum_field_ev(val, i))
-                    elif type(arg) is not A.Literal and not isinstance(arg, A.Node):
-                        pass
-                    else:
+                    elif type(arg) in (A.DictLit, A.ListLit, A.MethodCall, A.Attribute):
                         sub = b.temp()
                         b.emit(I.op_store, sub, _enum_field_ev(val, i))
-                        if type(arg) in (A.DictLit, A.ListLit, A.MethodCall, A.Attribute):
-                            self.pattern_test(arg, sub, fail, bind)  # type: ignore[arg-type]
-                        # other non-identifier arguments are ignored (spec 2.6)
+                        self.pattern_test(arg, sub, fail, bind)  # type: ignore[arg-type]
                 return
         if t is A.DictLit:
             b.emit(I.op_jump_if_false, lambda f: type(f.slots[val]) is dict, True, fail)
