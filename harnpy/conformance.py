@@ -78,6 +78,7 @@ def error_matches(actual: str, spec: str) -> bool:
 def discover(root: str) -> list[tuple[str, str, str]]:
     """``(relative path, absolute path, kind)`` of every case under ``root``."""
     out = []
+    root = os.path.abspath(root)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
@@ -112,6 +113,7 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
     err = io.StringIO()
     failed = False
     result: dict[str, object] = {}
+    holder: dict[str, Runtime] = {}
 
     def target() -> None:
         nonlocal failed
@@ -119,6 +121,7 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
         os.chdir(os.path.dirname(path))
         try:
             rt = Runtime(stdout=out.write, stderr=err.write)
+            holder["rt"] = rt
             try:
                 mod = rt.load_main(os.path.abspath(path), source)
                 rt.run_module(mod)
@@ -143,6 +146,10 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
     t.start()
     t.join(timeout)
     if t.is_alive():
+        rt = holder.get("rt")
+        if rt is not None and rt.main_thread is not None:
+            rt.main_thread.interrupt_requested = True  # stop it at the next back-edge
+        t.join(2.0)
         return False, f"timed out after {timeout:g}s"
     if kind == "expected":
         if failed:
