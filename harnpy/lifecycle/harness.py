@@ -18,7 +18,6 @@ strip_harness`). A member whose builtin does not exist in this build raises
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from harnpy.lifecycle._common import HARNESS_STRUCTS, arg, strip_harness
@@ -63,6 +62,7 @@ MEMBERS: dict[str, dict[str, str]] = {
         "clear_session_hooks": "clear_session_hooks",
         "pipeline_on_finish": "pipeline_on_finish",
         "daemon_resume": "daemon_resume",
+        "unsettled_state": "__harness_unsettled_state",
     },
     "runtime": {
         "trigger_register": "trigger_register",
@@ -106,6 +106,8 @@ MEMBERS: dict[str, dict[str, str]] = {
         "trace_start": "trace_start",
         "trace_end": "trace_end",
         "trace_summary": "trace_summary",
+        "start_span": "__lifecycle_span_start",
+        "end_span": "__lifecycle_span_end",
     },
     "clock": {
         "timestamp": "timestamp",
@@ -124,6 +126,14 @@ TOP_LEVEL: dict[str, str] = {
     "acknowledge_trigger": "harness_acknowledge_trigger",
     "wait_for_any_settlement": "harness_wait_for_any_settlement",
     "cloud_session_id": "__harness_cloud_session_id",
+    "summary": "__harness_summary",
+    "acknowledge_handoff": "__harness_acknowledge_handoff",
+    "defer_trigger": "__harness_defer_trigger",
+    "finalize": "__harness_finalize",
+    "spawn_settlement_agent": "__harness_spawn_settlement_agent",
+    "current_pipeline_id": "__harness_current_pipeline_id",
+    "resume_subagent": "__harness_resume_subagent",
+    "cancel_subagent": "__harness_cancel_subagent",
 }
 
 GROUP_STRUCTS = {group: "Harness" + group.capitalize() for group in MEMBERS}
@@ -256,9 +266,21 @@ def pipeline_lifecycle_audit_log_snapshot(thread: Any, *args: Any) -> list[Any]:
 
 
 @builtin("__harness_cloud_session_id")
-def harness_cloud_session_id(thread: Any) -> Any:
-    """``harness.cloud_session_id()``: nil (harnpy runs without a cloud session)."""
-    return os.environ.get("HARN_CLOUD_SESSION_ID") or None
+def harness_cloud_session_id(thread: Any, *args: Any) -> Any:
+    """``harness.cloud_session_id()``: ``harnpy-store:<path>`` when a durable wait store is
+    configured (``HARNPY_STORE``; :func:`harnpy.lifecycle.triggers.cloud_session_id`),
+    else nil (``ResumeBy.cloud_harness`` then declines, lifecycle.md 5.1).
+
+    Raises:
+        HarnRuntimeError: ``HARNPY_STORE`` names an unsupported backend.
+    """
+    from harnpy.lifecycle.triggers import cloud_session_id
+    from harnpy.lifecycle.triggers.store import StoreError
+
+    try:
+        return cloud_session_id(thread.runtime)
+    except StoreError as e:
+        raise runtime_error(f"wait store (HARNPY_STORE): {e}") from None
 
 
 @builtin("__is_harness")

@@ -365,7 +365,11 @@ class Runtime:
         th = Thread(self, "main")
         self.main_thread = th
         th.start(mod.init_code, [None] * mod.init_code.nslots)
-        return self.scheduler.run_until(th)
+        value = self.scheduler.run_until(th)
+        # pipeline_on_finish callback and finish hooks (lifecycle.md 6.1)
+        from harnpy.lifecycle.pipeline_lifecycle import run_finish
+
+        return run_finish(self, value)
 
     def call_builtin_sync(self, thread: Thread, name: str, args: list[Any]) -> Any:
         b = self.builtins.get(name)
