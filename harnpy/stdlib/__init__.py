@@ -15,6 +15,7 @@ def load_all() -> None:
     import harnpy.lifecycle.hooks  # noqa: F401
     import harnpy.lifecycle.llm_builtins  # noqa: F401
     import harnpy.lifecycle.pipeline_lifecycle  # noqa: F401
+    import harnpy.lifecycle.receipts  # noqa: F401
     import harnpy.lifecycle.resume_conditions  # noqa: F401
     import harnpy.lifecycle.sessions  # noqa: F401
     import harnpy.lifecycle.tools  # noqa: F401
