@@ -19,8 +19,8 @@ def load_all() -> None:
     import harnpy.lifecycle.resume_conditions  # noqa: F401
     import harnpy.lifecycle.sessions  # noqa: F401
     import harnpy.lifecycle.tools  # noqa: F401
-    import harnpy.lifecycle.trigger_variants  # noqa: F401
     import harnpy.lifecycle.transcript  # noqa: F401
+    import harnpy.lifecycle.trigger_variants  # noqa: F401
 
     # after the agents layer: it replaces the minimal ``parse_resume_conditions``
     import harnpy.lifecycle.triggers.builtins  # noqa: F401
