@@ -249,3 +249,36 @@ def test_is_veto_and_event_names() -> None:
     assert hooks.canonical_event("error") == "SessionError"
     with pytest.raises(HarnError):
         hooks.canonical_event("post_lunch")
+
+
+# ------------------------------------------------------------------ shared corpus
+
+
+#: Topics of ``../shared/conformance/lifecycle/cases/tiers.tsv`` this suite owns, and the
+#: trigger cases of std/triggers ``InterruptAndSuspend``.
+OWNED_TOPICS = ("resume_by", "combinators", "lifecycle")
+
+
+def test_lifecycle_topics_of_the_shared_corpus_pass(shared_dir) -> None:  # type: ignore[no-untyped-def]
+    """Every case (original and ``.plain`` copy) of the owned topics passes in-process,
+    and the ``trigger_interrupt_and_suspend_*`` cases too."""
+    from harnpy.conformance import discover, run_case
+
+    root = shared_dir / "conformance" / "lifecycle" / "cases"
+    topics: dict[str, str] = {}
+    for line in (root / "tiers.tsv").read_text(encoding="utf-8").splitlines():
+        cols = line.split("\t")
+        if len(cols) >= 3 and not line.startswith("#"):
+            topics[cols[0]] = cols[2]
+    failures = []
+    ran = 0
+    for rel, path, kind in discover(str(root)):
+        owned = topics.get(rel) in OWNED_TOPICS or "trigger_interrupt_and_suspend" in rel
+        if kind == "skip" or not owned:
+            continue
+        ran += 1
+        ok, reason = run_case(path, kind, timeout=20)
+        if not ok:
+            failures.append(f"{rel}: {reason}")
+    assert ran >= 22
+    assert not failures, "\n".join(failures)
