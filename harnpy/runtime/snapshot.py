@@ -23,6 +23,13 @@ snapshot of another codegen version, is refused with :class:`SnapshotError`.
 What cannot be snapshotted (host objects, native frames of callback builtins, iterators
 over Python generators) raises :class:`SnapshotError` naming the variable path that holds
 it — nothing is silently dropped.
+
+Two options serve the worker layer (lifecycle.md 3.6): *externals* (named values written
+once under ``doc["externals"]`` and referenced as ``{"$ext": name}`` from the graph, so a
+worker snapshot keeps its transcript once, at top level) and *live* objects (in-process
+round trips keep reference-typed values — channels, atomics, tasks — by identity, as
+``{"$live": n}``). :func:`snapshot_chain` snapshots only the frames from the top down to a
+given frame (a root ``agent_loop`` parks without the script's frames below it).
 """
 
 from __future__ import annotations
@@ -100,14 +107,26 @@ _CONTAINER_TYPES = {
 }
 
 
+#: Reference-typed values kept by identity in in-process round trips (``live``).
+_LIVE_TYPES = {Channel, Atomic, TaskHandle}
+
+
 class _Encoder:
-    def __init__(self, module_keys: dict[int, str]) -> None:
+    def __init__(
+        self,
+        module_keys: dict[int, str],
+        externals: dict[str, Any] | None = None,
+        live: list[Any] | None = None,
+    ) -> None:
         self.counts: dict[int, int] = {}
         self.objs: dict[int, Any] = {}
         self.heap_ids: dict[int, int] = {}
         self.heap: list[Any] = []
         self.module_keys = module_keys
         self.modules_used: set[str] = set()
+        self.ext_ids: dict[int, str] = {id(v): n for n, v in (externals or {}).items()}
+        self.live = live
+        self.live_ids: dict[int, int] = {}
 
     # ---- pass 1: count references
 
@@ -147,6 +166,15 @@ class _Encoder:
             return {"$t": "float", "v": "nan" if v != v else ("inf" if v > 0 else "-inf")}
         if t in _CONTAINER_TYPES:
             k = id(v)
+            if self.ext_ids and k in self.ext_ids:
+                return {"$ext": self.ext_ids[k]}
+            if self.live is not None and t in _LIVE_TYPES:
+                n = self.live_ids.get(k)
+                if n is None:
+                    n = len(self.live)
+                    self.live_ids[k] = n
+                    self.live.append(v)
+                return {"$live": n}
             if t is Frame or t is NativeFrame or self.counts.get(k, 1) > 1:
                 hid = self.heap_ids.get(k)
                 if hid is None:
@@ -403,21 +431,36 @@ def _children(v: Any) -> Iterator[Any]:
 # ===================================================================== public API
 
 
-def snapshot(thread: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def snapshot(
+    thread: Any,
+    extra: dict[str, Any] | None = None,
+    *,
+    externals: dict[str, Any] | None = None,
+    live: list[Any] | None = None,
+) -> dict[str, Any]:
     """Encode ``thread`` (its frame stack and everything reachable) as a JSON-safe dict.
 
     Module globals of every loaded module are included, so module-level state survives.
+    ``externals`` (name -> list/dict value) are written once under ``doc["externals"]``
+    and referenced from the graph as ``{"$ext": name}``; with ``live`` (a list, filled
+    here) channels, atomics and task handles are kept by identity as ``{"$live": n}``
+    (only for decoding in the same process, see :func:`restore`).
     Raises :class:`SnapshotError` for values that are not snapshot data.
     """
     rt = thread.runtime
     module_keys = {id(m): key for key, m in rt.modules.items()}
-    enc = _Encoder(module_keys)
+    enc = _Encoder(module_keys, externals, live)
     roots: list[Any] = [thread.frame]
     mods = list(rt.modules.items())
     for _, m in mods:
         roots.append(m.globals)
     impl_roots = [rt.impls]
-    enc.count(roots + impl_roots)
+    ext_roots = list((externals or {}).values())
+    enc.count(roots + impl_roots + ext_roots)
+    ext_out: dict[str, Any] = {}
+    for name, value in (externals or {}).items():
+        # the value's own contents are written here; references to it elsewhere are $ext
+        ext_out[name] = enc.enc_obj(value, name) if _is_container(value) else enc.enc(value, name)
     top = enc.enc(thread.frame, "") if thread.frame is not None else None
     globals_out = {}
     written: set[int] = set()
@@ -465,7 +508,60 @@ def snapshot(thread: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]
         },
         "extra": extra or {},
     }
+    if externals:
+        doc["externals"] = ext_out
     return doc
+
+
+class _ThreadView:
+    """The part of a thread :func:`snapshot` reads (runtime, top frame, name, depth)."""
+
+    __slots__ = ("runtime", "frame", "name", "depth")
+
+    def __init__(self, runtime: Any, frame: Any, name: str, depth: int) -> None:
+        self.runtime = runtime
+        self.frame = frame
+        self.name = name
+        self.depth = depth
+
+
+def chain_depth(top: Any, bottom: Any) -> int:
+    """Number of frames from ``top`` down to ``bottom`` (both included).
+
+    Raises:
+        SnapshotError: ``bottom`` is not below ``top``.
+    """
+    n = 0
+    fr = top
+    while fr is not None:
+        n += 1
+        if fr is bottom:
+            return n
+        fr = fr.parent
+    raise SnapshotError("internal: the cut frame is not on the thread's stack", "E401")
+
+
+def snapshot_chain(
+    thread: Any,
+    bottom: Any,
+    extra: dict[str, Any] | None = None,
+    *,
+    externals: dict[str, Any] | None = None,
+    live: list[Any] | None = None,
+) -> dict[str, Any]:
+    """Snapshot only the frames of ``thread`` from its top frame down to ``bottom`` (whose
+    caller link is cut while encoding): restoring gives a thread whose bottom frame is
+    ``bottom``'s copy, returning its value as the thread's result. Module globals are
+    included as in :func:`snapshot`. Raises :class:`SnapshotError` like it.
+    """
+    depth = chain_depth(thread.frame, bottom)
+    saved = bottom.parent
+    bottom.parent = None
+    try:
+        view = _ThreadView(thread.runtime, thread.frame, thread.name, depth)
+        return snapshot(view, extra, externals=externals, live=live)
+    finally:
+        bottom.parent = saved
 
 
 def _short(key: str) -> str:
@@ -487,9 +583,13 @@ def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def write_atomic(path: str, text: str, max_bytes: int | None = MAX_SNAPSHOT_BYTES) -> None:
+def write_atomic(
+    path: str, text: str, max_bytes: int | None = MAX_SNAPSHOT_BYTES, *, fsync: bool = True
+) -> None:
     """Write ``text`` to ``path`` atomically: temp file in the same directory, fsync,
-    rename, mode 0600. A crash mid-write leaves the previous file readable.
+    rename, mode 0600. A crash mid-write leaves the previous file readable. With
+    ``fsync=False`` the rename is still atomic for readers, but a power loss may lose the
+    new version (used for advisory metadata writes).
 
     Raises SnapshotError when the encoded size exceeds ``max_bytes``.
     """
@@ -506,8 +606,11 @@ def write_atomic(path: str, text: str, max_bytes: int | None = MAX_SNAPSHOT_BYTE
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
+        if not fsync:
+            return
         try:
             dfd = os.open(d, os.O_RDONLY)
             try:
@@ -572,12 +675,37 @@ def validate_document(doc: Any, where: str = "snapshot") -> None:
 
 
 class _Decoder:
-    def __init__(self, doc: dict[str, Any], modules: dict[str, Any], thread: Any) -> None:
+    def __init__(
+        self,
+        doc: dict[str, Any],
+        modules: dict[str, Any],
+        thread: Any,
+        live: list[Any] | None = None,
+    ) -> None:
         self.heap_raw: list[Any] = doc["heap"]
         self.heap: list[Any] = [_UNSET] * len(self.heap_raw)
         self.modules = modules
         self.thread = thread
         self.runtime = thread.runtime
+        self.ext_raw: dict[str, Any] = doc.get("externals") or {}
+        self.ext: dict[str, Any] = {}
+        self.live = live
+
+    def external(self, name: str) -> Any:
+        """The decoded external value ``name`` (decoded once, shared by every reference)."""
+        if name in self.ext:
+            return self.ext[name]
+        if name not in self.ext_raw:
+            raise SnapshotError(f"snapshot refers to a missing external value {name!r}", "E404")
+        raw = self.ext_raw[name]
+        if type(raw) in (list, dict) and not (type(raw) is dict and ("$t" in raw or "$ref" in raw)):
+            shell = self.shell(raw)
+            self.ext[name] = shell
+            self.fill(shell, raw)
+            return shell
+        value = self.dec(raw)
+        self.ext[name] = value
+        return value
 
     def dec(self, v: Any) -> Any:
         t = type(v)
@@ -588,6 +716,13 @@ class _Decoder:
         if t is dict:
             if "$ref" in v and len(v) == 1:
                 return self.ref(v["$ref"])
+            if "$ext" in v and len(v) == 1:
+                return self.external(v["$ext"])
+            if "$live" in v and len(v) == 1:
+                n = v["$live"]
+                if self.live is None or not isinstance(n, int) or not 0 <= n < len(self.live):
+                    raise SnapshotError("snapshot refers to a live object of another run", "E404")
+                return self.live[n]
             if "$t" in v:
                 return self.dec_tagged(v, None)
             if "$dict" in v and len(v) == 1:
@@ -802,9 +937,23 @@ _SCALAR_DECODERS: dict[str, Any] = {
 }
 
 
-def restore(doc: dict[str, Any], runtime: Any) -> Any:
+def restore(
+    doc: dict[str, Any],
+    runtime: Any,
+    *,
+    globals_for: set[str] | None = None,
+    live: list[Any] | None = None,
+    decoder_out: list[Any] | None = None,
+) -> Any:
     """Rebuild the snapshotted thread on ``runtime``, whose modules must already be loaded
-    (compiled, not initialised) from sources with the hashes the snapshot records.
+    (compiled; not initialised unless their globals are skipped) from sources with the
+    hashes the snapshot records.
+
+    ``globals_for``: the module keys whose globals are restored from the snapshot (None:
+    all of them; a live runtime passes only the modules it has just compiled, so running
+    modules keep their state). ``live``: the list filled by :func:`snapshot` in the same
+    process. ``decoder_out``: receives the decoder (to decode ``externals`` sharing the
+    same objects).
 
     Returns the :class:`~harnpy.runtime.thread.Thread`, ready to ``run()``. Raises
     :class:`SnapshotError` on any mismatch; the document is never modified.
@@ -824,12 +973,18 @@ def restore(doc: dict[str, Any], runtime: Any) -> Any:
                 "E406",
             )
     th = Thread(runtime, doc["thread"]["name"])
-    d = _Decoder(doc, modules, th)
+    d = _Decoder(doc, modules, th, live)
+    if decoder_out is not None:
+        decoder_out.append(d)
     for key, g in doc["globals"].items():
+        if globals_for is not None and key not in globals_for:
+            continue
         m = modules[key]
         m.globals.update(d.dec(g))
     for t, table in doc.get("impls", {}).items():
         for n, fn in table.items():
+            if globals_for is not None and runtime.impls.get(t, {}).get(n) is not None:
+                continue
             runtime.register_impl(t, n, d.dec(fn))
     top = doc["thread"]["top"]
     th.frame = d.dec(top) if top is not None else None
