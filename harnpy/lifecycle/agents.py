@@ -9,7 +9,8 @@ primitive returns a new dict and never mutates its argument. Its keys::
     done_sentinel, max_nudges, nudge, daemon, wake_interval_ms, session_id, worker_id,
     transcript, iteration, nudges, text_parts, last_text, input_tokens, output_tokens,
     started_ms, records: [tool call record], pending_calls, reminders, status, finished,
-    error, idle, suspend_request, suspension
+    error, idle, suspend_request, suspension, daemon_state, watch_paths, persist_path,
+    reminders_enabled, resume_by, idle_park
 
 One turn (the Harn side): ``__agent_llm_turn`` (blocks on the model) ->
 ``__agent_prepare_calls`` -> either park (``agent_await_resumption``) or dispatch each call
@@ -29,11 +30,14 @@ the model up to ``max_nudges`` (default 8) consecutive times (``stuck``); ``max_
 (default 50) model calls give ``budget_exhausted``; a provider failure ends it with
 ``provider_error`` and ``error``. Daemon loops (``daemon: true``) idle after a text-only turn
 instead: they record an internal ``agent_await_resumption`` audit and, with
-``wake_interval_ms``, sleep and take another turn.
+``wake_interval_ms`` (or ``watch_paths``), sleep and take another turn; with no wake source
+they park (``idle_park``; the Suspension comes back with ``daemon_state: "idle"``, and
+``persist_path`` gets a copy of the snapshot as ``daemon.json`` for ``daemon_resume``).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from harnpy.lifecycle._common import (
@@ -176,6 +180,12 @@ def new_state(
             t, {"role": "user", "content": prompt if type(prompt) is str else display(prompt)}
         )
     wake = opts.get("wake_interval_ms")
+    reminders = opts.get("reminders")
+    reminders_enabled = not (
+        reminders is False or (type(reminders) is dict and reminders.get("enabled") is False)
+    )
+    watch = opts.get("watch_paths")
+    persist_path = opts.get("persist_path")
     st: dict[str, Any] = {
         "_type": "agent_loop_state",
         "prompt": prompt,
@@ -190,7 +200,13 @@ def new_state(
         "max_nudges": _int_option(opts, "max_nudges", DEFAULT_MAX_NUDGES),
         "nudge": nudge,
         "daemon": bool(opts.get("daemon")),
+        "daemon_state": None,
         "wake_interval_ms": wake if type(wake) is int and wake > 0 else None,
+        "watch_paths": list(watch) if type(watch) is list else [],
+        "persist_path": persist_path if type(persist_path) is str else None,
+        "reminders_enabled": reminders_enabled,
+        "resume_by": opts.get("resume_by"),
+        "idle_park": False,
         "session_id": session_id,
         "worker_id": worker_id,
         "transcript": t,
@@ -621,7 +637,7 @@ def agent_after_turn(thread: Any, st: Any = None) -> dict[str, Any]:
     rt = thread.runtime
     had_calls = bool(st["pending_calls"])
     budget_left = st["iteration"] < st["max_iterations"]
-    changes: dict[str, Any] = {"pending_calls": [], "idle": False}
+    changes: dict[str, Any] = {"pending_calls": [], "idle": False, "idle_park": False}
     if had_calls:
         changes["nudges"] = 0
         if not budget_left:
@@ -647,8 +663,9 @@ def agent_after_turn(thread: Any, st: Any = None) -> dict[str, Any]:
         st = _with_transcript(rt, st, t)
         if not budget_left:
             return _finish(rt, st, "budget_exhausted", daemon_state="idle", **changes)
-        if st["wake_interval_ms"] is None:
-            return _finish(rt, st, "idle", daemon_state="idle", **changes)
+        if st["wake_interval_ms"] is None and not st["watch_paths"]:
+            # no wake source queued: park through agent_await_resumption (seed "Daemon idle")
+            return {**st, **changes, "daemon_state": "idle", "idle_park": True}
         return {**st, **changes, "idle": True}
     if not st["loop_until_done"]:
         return _finish(rt, st, "done", **changes)
@@ -715,6 +732,7 @@ def agent_apply_resume(thread: Any, st: Any = None, payload: Any = None) -> dict
             status="suspended",
             suspension=p.get("suspension"),
             suspend_request=None,
+            idle_park=False,
         )
     t = st["transcript"]
     if p.get("transcript") is not None:
@@ -730,7 +748,15 @@ def agent_apply_resume(thread: Any, st: Any = None, payload: Any = None) -> dict
             continue
         reminders.append(r)
         t = _emit(rt, st, t, {"kind": "system_reminder", "reminder": r})
-    return _with_transcript(rt, st, t, reminders=reminders, suspend_request=None)
+    return _with_transcript(
+        rt,
+        st,
+        t,
+        reminders=reminders,
+        suspend_request=None,
+        idle_park=False,
+        daemon_state="active" if st["daemon"] else None,
+    )
 
 
 @builtin("__agent_loop_result")
@@ -778,7 +804,11 @@ def loop_result(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:
         "tool_calls": list(st["records"]),
         "deferred_user_messages": [],
         "daemon_state": st.get("daemon_state") if st["daemon"] else None,
-        "daemon_snapshot_path": None,
+        "daemon_snapshot_path": (
+            os.path.join(st["persist_path"], "daemon.json")
+            if st["daemon"] and st.get("persist_path") and st["status"] == "suspended"
+            else None
+        ),
         "task_ledger": {},
         "trace": {"iterations": st["iteration"], "events": len(st["transcript"]["events"])},
         "transcript": st["transcript"],

@@ -6,10 +6,11 @@
   other ready thread ran), so workers interleave at turn boundaries;
 * a suspend request queued on the worker record (``WorkerRecord.suspend_request``, set by
   ``suspend_agent``) is handed to the loop as ``st.suspend_request``, which parks there;
-* with ``HARNPY_SNAPSHOT_EVERYWHERE=1`` the thread's frame chain is snapshotted
-  (:mod:`harnpy.runtime.snapshot`), serialized to JSON text, decoded and put back into the
-  running thread, so every turn proves that the loop state is snapshot data. A value that
-  cannot be snapshotted fails the turn with ``E402`` naming the variable that holds it.
+* with ``HARNPY_SNAPSHOT_EVERYWHERE=1`` the loop's frames are snapshotted
+  (:mod:`harnpy.runtime.snapshot`), serialized to JSON text, decoded into a fresh thread
+  and spliced back into the running one, so every turn proves that the loop state is
+  snapshot data. A value that cannot be snapshotted fails the turn with ``E402`` naming the
+  variable that holds it.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ def snapshot_everywhere() -> bool:
 
 
 def roundtrip_thread(thread: Any) -> dict[str, Any]:
-    """Snapshot ``thread``, encode the document as JSON text, decode it and replace the
-    thread's frames by the decoded ones (module globals and other threads are untouched).
+    """Snapshot the agent loop running on ``thread`` (its frames from the top down to the
+    ``__agent_loop_run`` frame, with module globals), encode the document as JSON text,
+    decode it into a fresh thread and splice the decoded frames back in place of the
+    originals (same caller, same result slot). Module globals, the frames below the loop
+    and other threads are untouched; channels, atomics and task handles keep their identity
+    (they are shared with other threads).
 
     Must run inside a control builtin (the calling frame's resume point is saved). Returns
     the document (for tests and diagnostics).
@@ -42,23 +47,33 @@ def roundtrip_thread(thread: Any) -> dict[str, Any]:
         HarnRuntimeError: ``E402``/``E404`` from the snapshot layer, prefixed
             ``snapshot at turn boundary failed``.
     """
+    from harnpy.lifecycle.suspend import loop_frame
     from harnpy.runtime.code import Frame
-    from harnpy.runtime.snapshot import SnapshotError, _Decoder, dumps, snapshot
+    from harnpy.runtime.snapshot import SnapshotError, _Decoder, dumps, snapshot_chain
+    from harnpy.runtime.thread import Thread
 
+    bottom = loop_frame(thread)
+    live: list[Any] = []
     try:
-        doc = json.loads(dumps(snapshot(thread)))
-        decoder = _Decoder(doc, thread.runtime.modules, thread)
+        doc = json.loads(dumps(snapshot_chain(thread, bottom, live=live)))
+        fresh = Thread(thread.runtime, thread.name)
+        decoder = _Decoder(doc, thread.runtime.modules, fresh, live)
         top = doc["thread"]["top"]
         frame = decoder.dec(top) if top is not None else None
     except SnapshotError as exc:
         raise plain_error(
             f"Runtime error: snapshot at turn boundary failed: {exc.message}", exc.code
         ) from None
+    new_bottom = frame
+    while new_bottom is not None and new_bottom.parent is not None:
+        new_bottom = new_bottom.parent
     for obj in decoder.heap:
         if type(obj) is Frame:
             obj.thread = thread
+    if new_bottom is not None:
+        new_bottom.parent = bottom.parent
+        new_bottom.ret_slot = bottom.ret_slot
     thread.frame = frame
-    thread.depth = int(doc["thread"]["depth"])
     return doc  # type: ignore[no-any-return]
 
 

@@ -16,9 +16,11 @@ when the loop parks (model-issued ``agent_await_resumption``, T3). Worker events
 machinery subscribes there).
 
 Parking blocks the worker's thread inside the control builtin ``__agent_park`` with its
-waker kept on the record (``park_waker``); :func:`resume_parked` delivers a resume payload
-to it (see ``__agent_apply_resume``). Persisting the snapshot, auto-resume triggers and
-``resume_agent`` are the suspend/resume layer's (TODO markers below).
+waker kept on the record (``park_waker``); suspending, resuming, snapshots and auto-resume
+waits are :mod:`harnpy.lifecycle.suspend`'s (:func:`resume_parked` is the bare warm-resume
+delivery, kept for tests). A worker is *busy* while it runs, and also while it is
+``suspended`` by ``suspend_agent`` but has not reached its turn boundary yet (lifecycle.md
+13 Q20): ``wait_agent`` returns once it is not busy.
 """
 
 from __future__ import annotations
@@ -189,9 +191,16 @@ class WorkerRecord:
 
     # ---- transitions
 
-    def settle(self) -> None:
-        """Run the waiters once the status is no longer ``running``."""
+    def busy(self) -> bool:
+        """True while the worker runs, or is ``suspended`` but still mid-turn (a
+        ``suspend_agent`` request waiting for the next turn boundary)."""
         if self.status == "running":
+            return True
+        return self.status == "suspended" and self.thread is not None and self.park_waker is None
+
+    def settle(self) -> None:
+        """Run the waiters once the worker is no longer busy (see :meth:`busy`)."""
+        if self.busy():
             return
         waiters, self.waiters = self.waiters, []
         for w in waiters:
@@ -272,6 +281,7 @@ def finished(
         return
     rec.thread = None
     rec.park_waker = None
+    rec.suspension = None
     rec.finished_at = now_rfc3339(runtime)
     if error is not None:
         rec.status = "failed"
@@ -303,6 +313,9 @@ def finished(
         else:
             rec.status = "completed"
             emit(runtime, rec, "WorkerCompleted")
+    from harnpy.lifecycle.suspend import on_finished
+
+    on_finished(runtime, rec)
     rec.settle()
 
 
@@ -385,7 +398,9 @@ def _launch(
         rt, task, system, {**options, "session_id": session_id}, worker_id=rec.id, where=mode
     )
     svc.workers[rec.id] = rec
-    # TODO(suspend issue): persist the worker snapshot here when carry.persist_state (T1).
+    from harnpy.lifecycle.suspend import on_spawned
+
+    on_spawned(rt, rec)
     start(thread, rec, state)
     emit(rt, rec, "WorkerSpawned")
     return rec
@@ -562,8 +577,8 @@ def _wait_one(thread: Any, rec: WorkerRecord) -> None:
 
 @builtin("wait_agent", aliases=("__wait_agent",), control=True)
 def wait_agent(thread: Any, *args: Any) -> Any:
-    """``wait_agent(h | [h])`` (2.6): block until the worker is no longer ``running`` and
-    return its summary (a list gives the summaries in input order). The first wait on a
+    """``wait_agent(h | [h])`` (2.6): block until the worker is no longer running (nor
+    mid-turn with a pending suspend, 13 Q20) and return its summary (a list gives the summaries in input order). The first wait on a
     worker whose task raised re-raises that error."""
     require_instruction_call(thread, "wait_agent")
     args = strip_harness(args)
@@ -571,14 +586,14 @@ def wait_agent(thread: Any, *args: Any) -> Any:
     rt = thread.runtime
     if type(h) is list:
         recs = [resolve(rt, x, "wait_agent") for x in h]
-        if all(r.status != "running" for r in recs):
+        if not any(r.busy() for r in recs):
             for r in recs:
                 if r.pending_error is not None:
                     err, r.pending_error = r.pending_error, None
                     raise err
             return [r.summary() for r in recs]
         waker = block_control(thread, "workers")
-        left = [sum(1 for r in recs if r.status == "running")]
+        left = [sum(1 for r in recs if r.busy())]
 
         def one_done() -> None:
             left[0] -= 1
@@ -591,11 +606,11 @@ def wait_agent(thread: Any, *args: Any) -> Any:
                 waker.wake([r.summary() for r in recs])
 
         for r in recs:
-            if r.status == "running":
+            if r.busy():
                 r.waiters.append(one_done)
         return None
     rec = resolve(rt, h, "wait_agent")
-    if rec.status != "running":
+    if not rec.busy():
         if rec.pending_error is not None:
             err, rec.pending_error = rec.pending_error, None
             raise err
@@ -670,8 +685,10 @@ def list_agents(thread: Any, *args: Any) -> list[dict[str, Any]]:
 @builtin("close_agent", aliases=("__close_agent",))
 def close_agent(thread: Any, *args: Any) -> dict[str, Any]:
     """``close_agent(h)`` (2.5, T11): stop the worker (its thread never runs again, a late
-    model answer is dropped), drop its suspension, set ``status: "cancelled"`` and ``error:
-    "worker cancelled"``, emit ``WorkerCancelled``. Idempotent on cancelled workers."""
+        model answer is dropped), drop its suspension, set ``status: "cancelled"`` and ``error:
+        "worker cancelled"``, unregister its auto-resume wait, mark its snapshot ``cancelled`` (a
+    later resume raises ``HARN-SUS-010``), emit ``WorkerCancelled``. Idempotent on cancelled
+    workers."""
     from harnpy.stdlib.concurrency import kill_thread
 
     args = strip_harness(args)
@@ -691,7 +708,9 @@ def close_agent(thread: Any, *args: Any) -> dict[str, Any]:
     rec.status = "cancelled"
     rec.error = "worker cancelled"
     rec.finished_at = now_rfc3339(rt)
-    # TODO(suspend issue): persist (carry.persist_state) and unregister auto-resume triggers.
+    from harnpy.lifecycle.suspend import on_closed
+
+    on_closed(rt, rec)
     emit(rt, rec, "WorkerCancelled")
     rec.settle()
     return rec.summary()
@@ -707,103 +726,32 @@ def worker_events(thread: Any, *args: Any) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- parking
 
 
-def suspension_payload(
-    runtime: Any, rec: WorkerRecord, st: dict[str, Any], request: dict[str, Any], initiator: str
-) -> dict[str, Any]:
-    """The Suspension returned to the parent (lifecycle.md 3.3). Its ``handle`` carries no
-    transcript: sensitive content stays in the worker record / snapshot."""
-    sus = rec.suspension or {}
-    handle = {k: v for k, v in rec.summary().items() if k != "transcript"}
-    return {
-        "status": "suspended",
-        "final_status": "suspended",
-        "handle": handle,
-        "reason": request.get("reason", ""),
-        "initiator": initiator,
-        "conditions": request.get("conditions"),
-        "iterations_completed": st.get("iteration", 0),
-        "suspended_at": sus.get("suspended_at"),
-        "suspended_at_turn": sus.get("suspended_at_turn"),
-        "snapshot_path": rec.snapshot_path,
-        "resume_by_mechanism": None,
-        "auto_resume_trigger": None,
-    }
+def panic_suspend(runtime: Any, rec: WorkerRecord, reason: str) -> str:
+    """Suspend ``rec`` for an ``InterruptAndSuspend`` broadcast (initiator ``triggered``;
+    panic broadcasts skip the Pre/PostSuspend hooks, lifecycle.md 7). Returns the outcome:
+    ``suspended``, ``already_suspended`` or ``not_running``."""
+    from harnpy.lifecycle.suspend import request_suspend
 
-
-def park(runtime: Any, rec: WorkerRecord, st: dict[str, Any], request: dict[str, Any]) -> None:
-    """T3 without persistence: mark ``rec`` suspended with its suspension record and
-    Suspension result, emit ``WorkerSuspended`` and wake waiters.
-
-    TODO(suspend issue): write the worker snapshot (always on suspend), register the
-    auto-resume trigger/timeout of ``request.conditions`` and run ``resume_by``.
-    """
-    initiator = request.get("initiator") or "self"
-    rec.status = "suspended"
-    rec.transcript = st.get("transcript", rec.transcript)
-    rec.suspension = {
-        "reason": request.get("reason", ""),
-        "initiator": "self_initiated" if initiator == "self" else initiator,
-        "suspended_at": now_rfc3339(runtime),
-        "snapshot_ref": rec.snapshot_path,
-        "suspended_at_turn": st.get("iteration"),
-        "conditions": request.get("raw_conditions", request.get("conditions")),
-        "auto_resume_trigger": None,
-        "prior_span_link": None,
-        "pipeline_span_link": None,
-    }
-    rec.result = suspension_payload(runtime, rec, st, request, initiator)
-    emit(runtime, rec, "WorkerSuspended", reason=request.get("reason", ""))
-    rec.settle()
-
-
-@builtin("__agent_park", control=True)
-def agent_park(thread: Any, st: Any = None, request: Any = None) -> Any:
-    """``__agent_park(st, request)``: the loop parks (T3/T4). In a worker: the worker
-    becomes ``suspended`` and this call blocks, as data, until :func:`resume_parked`
-    delivers a resume payload (its return value). In a root loop: a ``top_level_agent``
-    worker record is created ``suspended`` and the call returns ``{final: true,
-    suspension}`` so the loop ends with the Suspension."""
-    rt = thread.runtime
-    svc = services(rt)
-    req = request if type(request) is dict else {}
-    wid = st.get("worker_id") if type(st) is dict else None
-    rec = svc.workers.get(wid) if wid else None
-    if rec is None or rec.thread is not thread:
-        # TODO(suspend issue): snapshot the detached loop to rec.snapshot_path so that
-        # `harnpy run --resume` can continue it (lifecycle.md 9.1).
-        top = WorkerRecord(
-            rt,
-            name="top-level-agent",
-            task=str(st.get("prompt") or "") if type(st) is dict else "",
-            mode="top_level_agent",
-            session_id=str(st.get("session_id") or "") if type(st) is dict else "",
-            parent_worker_id=None,
-            config={"mode": "top_level_agent", "spec": {}},
-            carry=_carry(None, "agent_loop"),
-            execution={"cwd": None, "env": None, "worktree": None},
-            audit={
-                "session_id": None,
-                "parent_session_id": None,
-                "mutation_scope": None,
-                "approval_policy": None,
-            },
-        )
-        svc.workers[top.id] = top
-        park(rt, top, st if type(st) is dict else {}, req)
-        return {"final": True, "suspension": top.result}
-    park(rt, rec, st, req)
-    rec.park_waker = block_control(thread, f"parked worker {rec.id}")
-    return None
+    if rec.status == "suspended":
+        return "already_suspended"
+    if rec.status != "running" or rec.thread is None:
+        return "not_running"
+    request_suspend(runtime, rec, reason, "triggered", None)
+    return "suspended"
 
 
 def resume_parked(runtime: Any, rec: WorkerRecord, payload: dict[str, Any]) -> None:
-    """Continue a parked worker in this process (warm resume, T6): status ``running``,
-    suspension cleared, ``WorkerResumed`` emitted, ``payload`` delivered to the blocked
-    ``__agent_park`` (see ``__agent_apply_resume`` for its keys).
+    """Deliver ``payload`` to a worker parked in this process (the bare warm resume: no
+    hooks, no claim, no continuity reminder — :func:`harnpy.lifecycle.suspend.resume_gen`
+    is the full ``resume_agent``). Status ``running``, suspension cleared, wait
+    unregistered, ``WorkerResumed`` emitted; ``payload`` is what the blocked ``__agent_park``
+    returns (see ``__agent_apply_resume``).
 
     Raises:
         HarnRuntimeError: when the worker is not parked in this process.
     """
+    from harnpy.lifecycle.suspend import cancel_wait
+
     waker = rec.park_waker
     if rec.status != "suspended" or waker is None:
         raise lifecycle_error(
@@ -814,6 +762,7 @@ def resume_parked(runtime: Any, rec: WorkerRecord, payload: dict[str, Any]) -> N
     rec.status = "running"
     rec.finished_at = None
     rec.error = None
+    cancel_wait(runtime, rec)
     emit(runtime, rec, "WorkerResumed")
     waker.wake(payload)
 
@@ -821,8 +770,12 @@ def resume_parked(runtime: Any, rec: WorkerRecord, payload: dict[str, Any]) -> N
 __all__ = [
     "WorkerRecord",
     "emit",
-    "park",
+    "panic_suspend",
     "resolve",
     "resume_parked",
-    "suspension_payload",
 ]
+
+# The suspend / resume builtins (suspend_agent, resume_agent, __agent_park...) and the
+# later-Harn helpers of the lifecycle corpus are registered with the worker layer.
+import harnpy.lifecycle.compat  # noqa: E402, F401
+import harnpy.lifecycle.suspend  # noqa: E402, F401

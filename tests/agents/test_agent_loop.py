@@ -218,7 +218,8 @@ pipeline main() {
   let wake = llm_mock_calls()[1].messages
   println(wake[len(wake) - 1].content)
   llm_mock({text: "idle"})
-  println(agent_loop("watch", nil, {provider: "mock", daemon: true}).status)
+  let parked = agent_loop("watch", nil, {provider: "mock", daemon: true})
+  println(parked.status + " " + parked.daemon_state + " " + parked.reason)
 }
 """
     )
@@ -230,7 +231,8 @@ pipeline main() {
         "initiator: self, reason: daemon idle, status: daemon_idle}"
     )
     assert got[3] == "[daemon wake: timer]"
-    assert got[4] == "idle"
+    # no wake source: the daemon parks through agent_await_resumption (seed "Daemon idle")
+    assert got[4] == "suspended idle daemon idle"
 
 
 def test_text_tool_format_parses_tool_call_blocks(run_harn: RunHarn) -> None:

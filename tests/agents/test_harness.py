@@ -116,6 +116,9 @@ pipeline main(harness: Harness) {
 
 
 def test_missing_members_fail_clearly(run_harn: RunHarn) -> None:
+    from harnpy.stdlib import load_all
+
+    load_all()  # every builtin module registered, whatever ran before in this process
     value = build()
     # every declared member exists (bound to a builtin or to the clear fallback)
     for group, methods in MEMBERS.items():

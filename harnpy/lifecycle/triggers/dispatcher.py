@@ -1203,7 +1203,8 @@ def _default_provider_payload(provider: str, kind: str, raw: Any, now: int) -> d
 def get_dispatcher(runtime: Any) -> TriggerDispatcher:
     """The runtime's dispatcher (``runtime.trigger_dispatcher``), created on first use with
     the runtime clock and the configured store (``runtime.wait_store_path`` or
-    ``HARNPY_STORE``).
+    ``HARNPY_STORE``), with the worker layer attached
+    (:func:`harnpy.lifecycle.suspend.install`).
 
     Raises:
         HarnError: the configured store cannot be opened (unsupported backend, I/O error).
@@ -1220,4 +1221,8 @@ def get_dispatcher(runtime: Any) -> TriggerDispatcher:
             raise runtime_error(f"wait store (HARNPY_STORE): {e}") from None
         d = TriggerDispatcher(runtime=runtime, store=store)
         runtime.trigger_dispatcher = d
+        # the worker layer: resume handler of auto-resume waits, InterruptAndSuspend
+        from harnpy.lifecycle.suspend import install
+
+        install(d)
     return d
