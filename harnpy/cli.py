@@ -2,12 +2,21 @@
 
 Exit codes (documented in README):
 
-* 0 — the program completed (whatever its entry pipeline returned);
-* 1 — a runtime error escaped (message and Harn stack trace on stderr);
-* 2 — usage error, syntax error or static (check) error;
-* 3 — the program parked: a snapshot was written and can be resumed with
-  ``harnpy run --resume``;
+* 0 — the program completed (whatever its entry pipeline returned); a root ``agent_loop``
+  that parks returns its ``Suspension`` to the script, so such a run completes too;
+* 1 — a runtime error escaped (message and Harn stack trace on stderr); for
+  ``run --resume <worker snapshot>``: the worker failed, or the resume was refused
+  (``HARN-SUS-003/004/006/010``: not suspended, unreadable, resumed by another process,
+  closed);
+* 2 — usage error, syntax error or static (check) error (or a program snapshot that cannot
+  be restored);
+* 3 (``EXIT_PARKED``) — ``run --resume <worker snapshot>``: the worker parked again; its
+  snapshot was rewritten and can be resumed with ``harnpy run --resume`` again;
 * 130 — interrupted (Ctrl-C).
+
+``run --resume SNAPSHOT [--json [--quiet]] [--llm-mock FILE]``: see
+:mod:`harnpy.runtime.snapshot_cli` (``--json`` prints NDJSON envelopes ending with a
+``result`` event whose ``exit_code`` is the process exit code).
 
 Start-up is kept lean: nothing heavy (prompt-toolkit, pydantic, LLM SDKs) is imported on
 the ``run`` path unless the program uses it.
@@ -45,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-e", dest="code", help="run CODE instead of a file")
     run.add_argument("--resume", metavar="SNAPSHOT", help="continue a parked program")
     run.add_argument("--json", action="store_true", help="emit NDJSON events (with --resume)")
+    run.add_argument("--quiet", action="store_true", help="with --json: drop stdout/stderr events")
     run.add_argument("--llm-mock", metavar="FILE", help="queue mock LLM replies from JSONL")
     run.add_argument("--llm-mock-record", metavar="FILE", help="record LLM replies as JSONL")
     run.add_argument("--max-depth", type=int, default=None, help="Harn frame limit")

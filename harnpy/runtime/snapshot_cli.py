@@ -1,13 +1,31 @@
 """``harnpy run --resume SNAPSHOT``: continue a program from a snapshot file.
 
-Steps: read and validate the document (never modifying it) -> locate and hash-check every
-module's source -> compile the modules without running them -> restore the heap, frames and
-module globals -> run the restored thread to its end. Any failure before the thread runs
-leaves the snapshot file untouched and exits with status 2.
+Two kinds of snapshot are accepted:
+
+* a program snapshot (``_type: "harnpy_snapshot"``, written by ``__snapshot_exit``): read
+  and validate the document (never modifying it) -> locate and hash-check every module's
+  source -> compile the modules without running them -> restore the heap, frames and module
+  globals -> run the restored thread to its end. Any failure before the thread runs leaves
+  the snapshot file untouched and exits with status 2.
+* a worker snapshot (``_type: "worker_snapshot"`` / ``"daemon_snapshot"``, written when an
+  agent worker or a root ``agent_loop`` parks; lifecycle.md 9.1): the file is claimed
+  (``HARN-SUS-006`` when another process resumed it first), the worker's frames are
+  restored, it is resumed warm (initiator ``operator`` unless ``HARNPY_RESUME_INITIATOR``
+  says otherwise; ``HARNPY_RESUME_INPUT`` / ``HARNPY_RESUME_CONTINUE_TRANSCRIPT`` /
+  ``HARNPY_RESUME_REQUEST`` come from ``harnpy worker``) and run until it settles. Exit
+  status: 0 completed, 1 failed (or the resume was refused), 3 parked again. Its final value
+  is the worker summary.
+
+``SNAPSHOT`` is a path (absolute, or relative to the working directory) or a bare worker id
+(``<state dir>/<id>.json``). With ``--json`` stdout is NDJSON: one envelope
+``{"schemaVersion": 1, "command": "run", "data": {"seq", "event_type", ...}}`` per line —
+``stdout`` / ``stderr`` events (``payload``; dropped with ``--quiet``), then ``result``
+(``value``, ``exit_code``) or ``error`` (``error: {code, message}``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -80,8 +98,157 @@ def _load_std_modules(doc: dict[str, Any], runtime: Any) -> None:
             runtime.import_module(k, p)
 
 
+class JsonEvents:
+    """NDJSON event writer of ``run --json`` (lifecycle.md 9.1): one envelope per line,
+    ``seq`` from 1."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.seq = 0
+        self.quiet = quiet
+
+    def emit(self, event_type: str, **data: Any) -> None:
+        """Write one envelope ``{schemaVersion: 1, command: "run", data: {seq, event_type,
+        ...data}}``."""
+        self.seq += 1
+        env = {
+            "schemaVersion": 1,
+            "command": "run",
+            "data": {"seq": self.seq, "event_type": event_type, **data},
+        }
+        sys.stdout.write(json.dumps(env, ensure_ascii=False) + "\n")
+
+    def stdout(self, text: str) -> None:
+        """A ``stdout`` event (``payload``), unless quiet."""
+        if not self.quiet and text:
+            self.emit("stdout", payload=text)
+
+    def stderr(self, text: str) -> None:
+        """A ``stderr`` event (``payload``), unless quiet."""
+        if not self.quiet and text:
+            self.emit("stderr", payload=text)
+
+
+def resolve_target(target: str) -> str:
+    """The snapshot file ``--resume`` names: an existing path (absolute or relative to the
+    working directory), else a bare worker id under the worker state dir."""
+    if os.path.exists(target):
+        return target
+    if "/" not in target and not target.endswith(".json"):
+        from harnpy.lifecycle.workers import state_dir
+
+        cand = os.path.join(state_dir(), f"{target}.json")
+        if os.path.exists(cand):
+            return cand
+    return target
+
+
+def _snapshot_type(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return doc.get("_type") if isinstance(doc, dict) else None
+
+
 def resume_main(args: Any) -> int:
     """CLI handler of ``run --resume``; returns the exit code."""
+    path = resolve_target(args.resume)
+    events = JsonEvents(getattr(args, "quiet", False)) if getattr(args, "json", False) else None
+    if _snapshot_type(path) in ("worker_snapshot", "daemon_snapshot"):
+        return resume_worker_main(args, path, events)
+    return resume_program_main(args, path, events)
+
+
+def _env_resume_options() -> dict[str, Any]:
+    """Resume options from ``harnpy worker`` (HARNPY_RESUME_*); operator defaults."""
+    out: dict[str, Any] = {
+        "initiator": os.environ.get("HARNPY_RESUME_INITIATOR") or "operator",
+        "input_value": None,
+        "continue_transcript": True,
+        "trigger_event": None,
+    }
+    raw_input = os.environ.get("HARNPY_RESUME_INPUT")
+    if raw_input:
+        try:
+            out["input_value"] = json.loads(raw_input)
+        except ValueError:
+            out["input_value"] = raw_input
+    if os.environ.get("HARNPY_RESUME_CONTINUE_TRANSCRIPT", "").lower() == "false":
+        out["continue_transcript"] = False
+    raw_req = os.environ.get("HARNPY_RESUME_REQUEST")
+    if raw_req:
+        try:
+            req = json.loads(raw_req)
+            out["trigger_event"] = req.get("trigger_event") if isinstance(req, dict) else None
+        except ValueError:
+            pass
+    if out["initiator"] not in ("self", "parent", "operator", "triggered", "timeout"):
+        out["initiator"] = "operator"
+    return out
+
+
+def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
+    """``run --resume <worker snapshot>`` (module docstring); returns 0 / 1 / 3."""
+    from harnpy.cli import EXIT_OK, EXIT_PARKED, EXIT_RUNTIME, _configure_llm, flush_stdout
+    from harnpy.lifecycle.suspend import (
+        SnapshotLoadError,
+        drive_until_settled,
+        read_document,
+        resume_from_cli,
+    )
+    from harnpy.runtime.errors import HarnError
+    from harnpy.runtime.runtime import Runtime
+    from harnpy.stdlib.jsonlib import to_json_data
+
+    if events is not None:
+        rt = Runtime(stdout=events.stdout, stderr=events.stderr)
+    else:
+        rt = Runtime()
+    _configure_llm(rt, args)
+
+    def fail(code: str, message: str) -> int:
+        flush_stdout()
+        if events is not None:
+            events.emit("error", error={"code": code, "message": message}, exit_code=EXIT_RUNTIME)
+        sys.stderr.write(f"{args.resume}: error[{code}]: {message}\n")
+        return EXIT_RUNTIME
+
+    try:
+        doc, _ = read_document(path)
+    except SnapshotLoadError as e:
+        return fail("HARN-SUS-004", f"resume_agent: failed to load snapshot `{args.resume}`: {e}")
+    try:
+        rec = resume_from_cli(rt, path, doc, **_env_resume_options())
+        settled = drive_until_settled(rt, rec)
+    except HarnError as e:
+        diag = e.message.split(":", 1)[0] if e.message.startswith("HARN-") else e.code
+        return fail(diag, e.message)
+    flush_stdout()
+    summary = rec.summary()
+    if not settled:
+        return fail("E320", f"worker {rec.id} is blocked and nothing can wake it")
+    if rec.status == "completed":
+        code = EXIT_OK
+        note = f"harnpy: worker {rec.id} completed"
+    elif rec.status == "suspended":
+        code = EXIT_PARKED
+        note = (
+            f"harnpy: worker {rec.id} parked again; resume with: harnpy run --resume "
+            f"{rec.snapshot_path}"
+        )
+    else:
+        code = EXIT_RUNTIME
+        note = f"harnpy: worker {rec.id} {rec.status}: {rec.error or ''}".rstrip(": ")
+    if events is not None:
+        events.emit("result", value=to_json_data(summary), exit_code=code)
+    else:
+        sys.stderr.write(note + "\n")
+    return code
+
+
+def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
+    """``run --resume <program snapshot>`` (module docstring); returns the exit code."""
     from harnpy.cli import (
         EXIT_OK,
         EXIT_RUNTIME,
@@ -93,31 +260,46 @@ def resume_main(args: Any) -> int:
     from harnpy.diagnostics import DiagnosticError
     from harnpy.runtime.errors import HarnError, SnapshotExit
     from harnpy.runtime.runtime import Runtime
+    from harnpy.stdlib.jsonlib import to_json_data
 
-    rt = Runtime()
+    if events is not None:
+        rt = Runtime(stdout=events.stdout, stderr=events.stderr)
+    else:
+        rt = Runtime()
+
+    def done(code: int, value: Any = None) -> int:
+        if events is not None:
+            events.emit("result", value=to_json_data(value), exit_code=code)
+        return code
+
+    def failed(code: int, diag: str, message: str) -> int:
+        if events is not None:
+            events.emit("error", error={"code": diag, "message": message}, exit_code=code)
+        return code
+
     try:
-        th = load_for_resume(args.resume, rt)
+        th = load_for_resume(path, rt)
     except SnapshotError as e:
         sys.stderr.write(f"{args.resume}: error[{e.code}]: {e.message}\n")
-        return EXIT_USAGE
+        return failed(EXIT_USAGE, e.code, e.message)
     except DiagnosticError as e:
         sys.stderr.write(e.render() + "\n")
-        return EXIT_USAGE
+        return failed(EXIT_USAGE, "E200", e.render())
     except HarnError as e:
         sys.stderr.write(f"{args.resume}: error[{e.code}]: {e.message}\n")
-        return EXIT_USAGE
+        return failed(EXIT_USAGE, e.code, e.message)
     try:
         # through the scheduler: the restored program may block (model calls, timers, tasks)
-        rt.scheduler.run_until(th)
+        value = rt.scheduler.run_until(th)
     except HarnError as e:
         flush_stdout()
         sys.stderr.write(render_runtime_error(e, rt) + "\n")
-        return EXIT_RUNTIME
+        return failed(EXIT_RUNTIME, e.code, e.message)
     except SnapshotExit:
         flush_stdout()
-        return EXIT_OK
+        return done(EXIT_OK)
     except Exception as e:  # noqa: BLE001
         flush_stdout()
         return report_internal_error(e)
     flush_stdout()
-    return EXIT_OK
+    return done(EXIT_OK, value)
