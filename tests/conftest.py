@@ -1,4 +1,14 @@
-"""Shared test helpers: run harnpy as a real process, locate ../shared."""
+"""Shared test helpers: run harnpy as a real process, locate ../shared.
+
+Session options (see README, "Tests"):
+
+* ``--snapshot-everywhere`` (or ``HARNPY_SNAPSHOT_EVERYWHERE=1`` in the environment): every
+  agent turn boundary of every test snapshots the loop, restores it into a fresh thread
+  and continues (lifecycle acceptance: outputs must match the plain run). The variable is
+  exported, so harnpy subprocesses run in the same mode.
+* worker snapshots go to a temporary ``HARN_WORKER_STATE_DIR`` unless the variable is set,
+  so tests never write ``.harn/workers`` into the working tree.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +21,40 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+SNAPSHOT_EVERYWHERE_ENV = "HARNPY_SNAPSHOT_EVERYWHERE"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--snapshot-everywhere",
+        action="store_true",
+        default=False,
+        help="round-trip every agent loop through a snapshot at each turn boundary",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--snapshot-everywhere"):
+        os.environ[SNAPSHOT_EVERYWHERE_ENV] = "1"
+
+
+def snapshot_everywhere_mode() -> bool:
+    """True when this test session runs in the snapshot-everywhere mode."""
+    return os.environ.get(SNAPSHOT_EVERYWHERE_ENV, "") not in ("", "0")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _worker_state_dir(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """Worker snapshots of the whole session go to a temporary directory."""
+    if os.environ.get("HARN_WORKER_STATE_DIR"):
+        yield None
+        return
+    d = tmp_path_factory.mktemp("harn-workers")
+    os.environ["HARN_WORKER_STATE_DIR"] = str(d)
+    try:
+        yield d
+    finally:
+        os.environ.pop("HARN_WORKER_STATE_DIR", None)
 
 
 def harnpy(

@@ -224,7 +224,46 @@ def _record_fields(runtime: Any, rec: WorkerRecord) -> dict[str, Any]:
         "park_id": getattr(rec, "park_id", None),
         "resume_wait": _jsonable(getattr(rec, "resume_wait", None)),
         "reminders_enabled": getattr(rec, "reminders_enabled", True),
+        "owner": _owner(),
     }
+
+
+def _owner() -> dict[str, Any]:
+    """The process writing a snapshot (``{pid, host}``): a ``running`` snapshot whose owner
+    is alive is being resumed right now (``HARN-SUS-006``), otherwise it was interrupted."""
+    return {"pid": os.getpid(), "host": os.uname().nodename}
+
+
+def owner_alive(doc: dict[str, Any]) -> bool:
+    """Whether the process recorded as ``owner`` of a snapshot still runs (same host)."""
+    owner = doc.get("owner")
+    if not isinstance(owner, dict) or owner.get("host") != os.uname().nodename:
+        return False
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def busy_elsewhere(doc: dict[str, Any], worker_id: str) -> HarnError | None:
+    """``HARN-SUS-006`` when a snapshot says ``running`` and its owner process is alive
+    (another resume is in progress), else None."""
+    if doc.get("status") == "running" and owner_alive(doc):
+        owner = doc.get("owner") or {}
+        return sus_error(
+            6,
+            f"resume_agent: worker {worker_id} changed before resume could complete "
+            f"(status=running, owner pid {owner.get('pid')})",
+        )
+    return None
 
 
 def bottom_frame(thread: Any) -> Any:
@@ -610,7 +649,7 @@ def claim(path: str, worker_id: str, park_id: str | None = None) -> bytes | None
             ) from None
         status = doc.get("status") if isinstance(doc, dict) else None
         if status != "suspended" or (park_id is not None and doc.get("park_id") != park_id):
-            shown = status if status != "suspended" else "suspended elsewhere"
+            shown = status if status != "suspended" else "suspended again elsewhere"
             raise sus_error(
                 6,
                 f"resume_agent: worker {worker_id} changed before resume could complete "
@@ -618,7 +657,7 @@ def claim(path: str, worker_id: str, park_id: str | None = None) -> bytes | None
             )
         doc["status"] = "running"
         doc["suspension"] = None
-        doc["claimed_by"] = {"pid": os.getpid(), "host": os.uname().nodename}
+        doc["owner"] = _owner()
         write_atomic(path, _dumps(doc), max_bytes=None, fsync=True)
         return raw
 
@@ -1673,6 +1712,9 @@ def resume_gen(
         ):
             rec, doc = live, None
         else:
+            busy = busy_elsewhere(doc, doc["id"])
+            if busy is not None:
+                raise busy
             rec = record_from_document(rt, doc, path)
             if rec.status != "suspended":
                 return _read_mode(rt, rec, input_text, ra)
@@ -2082,6 +2124,9 @@ def resume_from_cli(
     Raises:
         HarnRuntimeError: ``HARN-SUS-003/004/006/009/010`` as ``resume_agent``.
     """
+    busy = busy_elsewhere(doc, str(doc.get("id")))
+    if busy is not None:
+        raise busy
     rec = record_from_document(runtime, doc, path)
     if rec.status == "cancelled":
         raise sus_error(10, f"resume_agent: worker {rec.id} was closed and cannot be resumed")

@@ -20,7 +20,7 @@ import os
 from typing import Any
 
 from harnpy.lifecycle.services import services
-from harnpy.runtime.errors import plain_error
+from harnpy.runtime.errors import HarnError, plain_error
 from harnpy.runtime.scheduler import block_control
 from harnpy.stdlib.registry import builtin
 
@@ -34,7 +34,8 @@ def snapshot_everywhere() -> bool:
 
 def roundtrip_thread(thread: Any) -> dict[str, Any]:
     """Snapshot the agent loop running on ``thread`` (its frames from the top down to the
-    ``__agent_loop_run`` frame, with module globals), encode the document as JSON text,
+    ``__agent_loop_run`` frame — the whole thread when no loop runs on it — with module
+    globals), encode the document as JSON text,
     decode it into a fresh thread and splice the decoded frames back in place of the
     originals (same caller, same result slot). Module globals, the frames below the loop
     and other threads are untouched; channels, atomics and task handles keep their identity
@@ -47,12 +48,15 @@ def roundtrip_thread(thread: Any) -> dict[str, Any]:
         HarnRuntimeError: ``E402``/``E404`` from the snapshot layer, prefixed
             ``snapshot at turn boundary failed``.
     """
-    from harnpy.lifecycle.suspend import loop_frame
+    from harnpy.lifecycle.suspend import bottom_frame, loop_frame
     from harnpy.runtime.code import Frame
     from harnpy.runtime.snapshot import SnapshotError, _Decoder, dumps, snapshot_chain
     from harnpy.runtime.thread import Thread
 
-    bottom = loop_frame(thread)
+    try:
+        bottom = loop_frame(thread)
+    except HarnError:  # a turn boundary outside agent_loop: the whole thread
+        bottom = bottom_frame(thread)
     live: list[Any] = []
     try:
         doc = json.loads(dumps(snapshot_chain(thread, bottom, live=live)))

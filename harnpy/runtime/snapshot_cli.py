@@ -211,7 +211,8 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         flush_stdout()
         if events is not None:
             events.emit("error", error={"code": code, "message": message}, exit_code=EXIT_RUNTIME)
-        sys.stderr.write(f"{args.resume}: error[{code}]: {message}\n")
+        shown = message if message.startswith(code) else f"error[{code}]: {message}"
+        sys.stderr.write(f"{args.resume}: {shown}\n")
         return EXIT_RUNTIME
 
     try:

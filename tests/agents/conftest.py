@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harnpy.runtime.runtime import Runtime
+from tests.conftest import snapshot_everywhere_mode
 
 LLM_TESTS = Path(__file__).resolve().parent.parent / "llm"
 if str(LLM_TESTS) not in sys.path:
@@ -44,9 +45,11 @@ def _run(
 @pytest.fixture
 def run_harn(monkeypatch: pytest.MonkeyPatch) -> RunHarn:
     """Run a Harn program in-process; returns ``(stdout, runtime)``. Real providers are
-    disabled (``HARN_LLM_CALLS_DISABLED=1``) so nothing can reach the network."""
+    disabled (``HARN_LLM_CALLS_DISABLED=1``) so nothing can reach the network. The
+    snapshot-everywhere mode is off unless the session runs with ``--snapshot-everywhere``."""
     monkeypatch.setenv("HARN_LLM_CALLS_DISABLED", "1")
-    monkeypatch.delenv("HARNPY_SNAPSHOT_EVERYWHERE", raising=False)
+    if not snapshot_everywhere_mode():
+        monkeypatch.delenv("HARNPY_SNAPSHOT_EVERYWHERE", raising=False)
     monkeypatch.delenv("HARN_LLM_PROVIDER", raising=False)
     return _run
 
