@@ -111,12 +111,51 @@ _CONTAINER_TYPES = {
 _LIVE_TYPES = {Channel, Atomic, TaskHandle}
 
 
+class _Path:
+    """A variable path built lazily (``parent`` + list index or dict key): encoding never
+    formats paths; an error message does (``str(path)``)."""
+
+    __slots__ = ("parent", "seg")
+
+    def __init__(self, parent: Any, seg: Any) -> None:
+        self.parent = parent
+        self.seg = seg
+
+    def __str__(self) -> str:
+        segs: list[str] = []
+        p: Any = self
+        while type(p) is _Path:
+            seg = p.seg
+            segs.append(f"[{seg}]" if type(seg) is int else f".{seg}")
+            p = p.parent
+        segs.append(str(p))
+        return "".join(reversed(segs))
+
+
+class SnapshotCache:
+    """Encodings of plain, unshared lists and dicts from the previous snapshot of one thread,
+    reused by the next (:func:`snapshot` with ``cache=``): a turn boundary re-encodes only
+    what changed since the last one (the transcript's old messages are not walked again).
+
+    Sound because Harn values are never mutated in place while shared (language.md 3.8:
+    the evaluator copies a container unless it is unshared, and the cache's reference makes
+    it shared), and builtins build new containers. Only the entries used by the latest
+    snapshot are kept (``entries``: ``id -> (object, encoding)``).
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[int, tuple[Any, Any]] = {}
+
+
 class _Encoder:
     def __init__(
         self,
         module_keys: dict[int, str],
         externals: dict[str, Any] | None = None,
         live: list[Any] | None = None,
+        cache: SnapshotCache | None = None,
     ) -> None:
         self.counts: dict[int, int] = {}
         self.objs: dict[int, Any] = {}
@@ -127,6 +166,11 @@ class _Encoder:
         self.ext_ids: dict[int, str] = {id(v): n for n, v in (externals or {}).items()}
         self.live = live
         self.live_ids: dict[int, int] = {}
+        self.cache = cache.entries if cache is not None else None
+        self.new_cache: dict[int, tuple[Any, Any]] = {}
+        #: counts encodings that are not plain JSON copies (refs, tags...): a subtree whose
+        #: encoding did not raise it is plain and may be cached
+        self.impure = 0
 
     # ---- pass 1: count references
 
@@ -134,9 +178,27 @@ class _Encoder:
         counts = self.counts
         objs = self.objs
         stack = list(roots)
+        pop = stack.pop
+        extend = stack.extend
+        cache = self.cache or {}
         while stack:
-            v = stack.pop()
+            v = pop()
             t = type(v)
+            if t is dict or t is list:  # the bulk of any snapshot: a tight path
+                k = id(v)
+                c = counts.get(k)
+                if c is not None:
+                    counts[k] = c + 1
+                    continue
+                counts[k] = 1
+                objs[k] = v
+                hit = cache.get(k)
+                if hit is not None and hit[0] is v:
+                    continue  # encoded last time as a plain subtree: not walked again
+                extend(v.values() if t is dict else v)
+                continue
+            if t in _NATIVE_TYPES:
+                continue
             if t not in _CONTAINER_TYPES:
                 if t in _ITER_TYPES:
                     stack.extend(_iter_children(v))
@@ -156,13 +218,23 @@ class _Encoder:
 
     # ---- pass 2: encode
 
-    def enc(self, v: Any, path: str) -> Any:
+    def enc(self, v: Any, path: Any) -> Any:
         t = type(v)
         if t is str or t is int or t is bool or v is None:
             return v
+        if t is dict or t is list:
+            k = id(v)
+            if not (self.ext_ids and k in self.ext_ids) and (
+                self.counts.get(k, 1) == 1 or (self.cache is not None and _small_tree(v))
+            ):
+                # unshared, or (incremental snapshots) shared but small and plain — tool-call
+                # arguments: written in place, so its parents stay plain JSON (cacheable);
+                # sharing a value is invisible in Harn (language.md 3.8)
+                return self.enc_plain(v, path)
+        if t is float and math.isfinite(v):
+            return v
+        self.impure += 1
         if t is float:
-            if math.isfinite(v):
-                return v
             return {"$t": "float", "v": "nan" if v != v else ("inf" if v > 0 else "-inf")}
         if t in _CONTAINER_TYPES:
             k = id(v)
@@ -186,14 +258,52 @@ class _Encoder:
             return self.enc_obj(v, path)
         return self.enc_other(v, path)
 
-    def enc_obj(self, v: Any, path: str) -> Any:
+    def enc_plain(self, v: Any, path: Any) -> Any:
+        """A list or dict: native values are copied as they are (no call per leaf), other
+        values encoded with their lazily built path. With a cache, a subtree whose encoding
+        is plain JSON is remembered (and reused while the same object is reached)."""
+        cache = self.cache
+        if cache is not None:
+            k = id(v)
+            hit = cache.get(k)
+            if hit is not None and hit[0] is v:
+                self.new_cache[k] = hit
+                return hit[1]
+            before = self.impure
+        out = self._enc_items(v, path)
+        if cache is not None and self.impure == before:
+            self.new_cache[k] = (v, out)
+        return out
+
+    def _enc_items(self, v: Any, path: Any) -> Any:
+        enc = self.enc
+        if type(v) is list:
+            out_l: list[Any] = []
+            append = out_l.append
+            for i, x in enumerate(v):
+                tx = type(x)
+                if tx is str or tx is int or tx is bool or x is None:
+                    append(x)
+                else:
+                    append(enc(x, _Path(path, i)))
+            return out_l
+        # keys are strings; one starting with "$" sorts before "%" (C-level min)
+        if v and min(v) < "%" and any(k.startswith("$") for k in v):
+            self.impure += 1
+            return {"$dict": [[k, enc(x, _Path(path, k))] for k, x in v.items()]}
+        out: dict[str, Any] = {}
+        for k, x in v.items():
+            tx = type(x)
+            if tx is str or tx is int or tx is bool or x is None:
+                out[k] = x
+            else:
+                out[k] = enc(x, _Path(path, k))
+        return out
+
+    def enc_obj(self, v: Any, path: Any) -> Any:
         t = type(v)
-        if t is list:
-            return [self.enc(x, f"{path}[{i}]") for i, x in enumerate(v)]
-        if t is dict:
-            if any(k.startswith("$") for k in v):
-                return {"$dict": [[k, self.enc(x, f"{path}.{k}")] for k, x in v.items()]}
-            return {k: self.enc(x, f"{path}.{k}") for k, x in v.items()}
+        if t is list or t is dict:
+            return self.enc_plain(v, path)
         if t is HSet:
             return {"$t": "set", "items": [self.enc(x, f"{path}<set>") for x in v.items]}
         if t is StructValue:
@@ -282,7 +392,7 @@ class _Encoder:
             }
         raise SnapshotError(f"cannot snapshot value at {path}", "E402")
 
-    def enc_other(self, v: Any, path: str) -> Any:
+    def enc_other(self, v: Any, path: Any) -> Any:
         t = type(v)
         if t is Duration:
             return {"$t": "duration", "ms": v.ms}
@@ -347,7 +457,7 @@ class _Encoder:
             f"cannot snapshot a value of Python type {t.__name__} held at {path}", "E402"
         )
 
-    def enc_error(self, e: BaseException, path: str) -> Any:
+    def enc_error(self, e: BaseException, path: Any) -> Any:
         if isinstance(e, HarnThrow):
             return {
                 "$t": "error",
@@ -359,7 +469,7 @@ class _Encoder:
             return {"$t": "error", "kind": "runtime", "message": e.message, "code": e.code}
         raise SnapshotError(f"cannot snapshot a pending Python exception at {path}", "E402")
 
-    def enc_frame(self, fr: Frame, path: str) -> Any:
+    def enc_frame(self, fr: Frame, path: Any) -> Any:
         code = fr.code
         where = f"{path}<{code.name}>" if path else f"<{code.name}>"
         slots = []
@@ -386,6 +496,31 @@ class _Encoder:
 
 
 _ITER_TYPES = {_LIST_ITER, _RANGE_ITER, _EMPTY_TUPLE_ITER}
+_NATIVE_TYPES = {str, int, bool, float, type(None)}
+#: Incremental snapshots write a shared list/dict in place when its whole tree holds at
+#: most this many lists, dicts and native values.
+_SMALL_TREE = 64
+
+
+def _small_tree(v: Any) -> bool:
+    """True when ``v``'s tree is only lists, dicts and natives, with at most
+    :data:`_SMALL_TREE` nodes."""
+    budget = _SMALL_TREE
+    stack = [v]
+    natives = _NATIVE_TYPES
+    while stack:
+        x = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return False
+        t = type(x)
+        if t is dict:
+            stack.extend(x.values())
+        elif t is list:
+            stack.extend(x)
+        elif t not in natives:
+            return False
+    return True
 
 
 def _iter_children(v: Any) -> list[Any]:
@@ -437,6 +572,7 @@ def snapshot(
     *,
     externals: dict[str, Any] | None = None,
     live: list[Any] | None = None,
+    cache: SnapshotCache | None = None,
 ) -> dict[str, Any]:
     """Encode ``thread`` (its frame stack and everything reachable) as a JSON-safe dict.
 
@@ -444,12 +580,14 @@ def snapshot(
     ``externals`` (name -> list/dict value) are written once under ``doc["externals"]``
     and referenced from the graph as ``{"$ext": name}``; with ``live`` (a list, filled
     here) channels, atomics and task handles are kept by identity as ``{"$live": n}``
-    (only for decoding in the same process, see :func:`restore`).
+    (only for decoding in the same process, see :func:`restore`). ``cache`` (a
+    :class:`SnapshotCache` kept by the caller for one thread) makes successive snapshots
+    re-encode only what changed; it is updated when the snapshot succeeds.
     Raises :class:`SnapshotError` for values that are not snapshot data.
     """
     rt = thread.runtime
     module_keys = {id(m): key for key, m in rt.modules.items()}
-    enc = _Encoder(module_keys, externals, live)
+    enc = _Encoder(module_keys, externals, live, cache)
     roots: list[Any] = [thread.frame]
     mods = list(rt.modules.items())
     for _, m in mods:
@@ -510,6 +648,8 @@ def snapshot(
     }
     if externals:
         doc["externals"] = ext_out
+    if cache is not None:
+        cache.entries = enc.new_cache
     return doc
 
 
@@ -548,6 +688,7 @@ def snapshot_chain(
     *,
     externals: dict[str, Any] | None = None,
     live: list[Any] | None = None,
+    cache: SnapshotCache | None = None,
 ) -> dict[str, Any]:
     """Snapshot only the frames of ``thread`` from its top frame down to ``bottom`` (whose
     caller link is cut while encoding): restoring gives a thread whose bottom frame is
@@ -559,7 +700,7 @@ def snapshot_chain(
     bottom.parent = None
     try:
         view = _ThreadView(thread.runtime, thread.frame, thread.name, depth)
-        return snapshot(view, extra, externals=externals, live=live)
+        return snapshot(view, extra, externals=externals, live=live, cache=cache)
     finally:
         bottom.parent = saved
 
@@ -580,11 +721,49 @@ def _is_import_of(m: Any, name: str, value: Any, rt: Any) -> bool:
 
 def dumps(doc: dict[str, Any]) -> str:
     """Serialize a snapshot document to JSON text (compact, UTF-8 kept)."""
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return dumps_bytes(doc).decode("utf-8")
+
+
+def dumps_bytes(doc: Any) -> bytes:
+    """Serialize a snapshot document to compact UTF-8 JSON bytes (orjson when installed,
+    else the standard library; both refuse NaN/Infinity, which the encoder tags)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency
+        pass
+    else:
+        try:
+            return orjson.dumps(doc)
+        except (TypeError, orjson.JSONEncodeError):
+            pass  # e.g. an int beyond 64 bits: the standard encoder handles it
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
+
+
+def loads(data: str | bytes) -> Any:
+    """Parse JSON text or bytes (orjson when installed).
+
+    Raises:
+        ValueError: invalid JSON (``json.JSONDecodeError`` / ``orjson.JSONDecodeError``).
+    """
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover
+        return json.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        # same verdict, with the standard library's message
+        return json.loads(data)
 
 
 def write_atomic(
-    path: str, text: str, max_bytes: int | None = MAX_SNAPSHOT_BYTES, *, fsync: bool = True
+    path: str,
+    text: str | bytes,
+    max_bytes: int | None = MAX_SNAPSHOT_BYTES,
+    *,
+    fsync: bool = True,
 ) -> None:
     """Write ``text`` to ``path`` atomically: temp file in the same directory, fsync,
     rename, mode 0600. A crash mid-write leaves the previous file readable. With
@@ -593,7 +772,7 @@ def write_atomic(
 
     Raises SnapshotError when the encoded size exceeds ``max_bytes``.
     """
-    data = text.encode("utf-8")
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     if max_bytes is not None and len(data) > max_bytes:
         raise SnapshotError(
             f"snapshot is {len(data)} bytes, over the {max_bytes}-byte limit", "E403"
