@@ -10,7 +10,7 @@ primitive returns a new dict and never mutates its argument. Its keys::
     transcript, iteration, nudges, text_parts, last_text, input_tokens, output_tokens,
     started_ms, records: [tool call record], pending_calls, reminders, status, finished,
     error, idle, suspend_request, suspension, daemon_state, watch_paths, persist_path,
-    reminders_enabled, resume_by, idle_park
+    reminders_enabled, resume_by, idle_park, park_request
 
 One turn (the Harn side): ``__agent_llm_turn`` (blocks on the model) ->
 ``__agent_prepare_calls`` -> either park (``agent_await_resumption``) or dispatch each call
@@ -207,6 +207,7 @@ def new_state(
         "reminders_enabled": reminders_enabled,
         "resume_by": opts.get("resume_by"),
         "idle_park": False,
+        "park_request": None,
         "session_id": session_id,
         "worker_id": worker_id,
         "transcript": t,
@@ -733,6 +734,7 @@ def agent_apply_resume(thread: Any, st: Any = None, payload: Any = None) -> dict
             suspension=p.get("suspension"),
             suspend_request=None,
             idle_park=False,
+            park_request=None,
         )
     t = st["transcript"]
     if p.get("transcript") is not None:
@@ -755,8 +757,17 @@ def agent_apply_resume(thread: Any, st: Any = None, payload: Any = None) -> dict
         reminders=reminders,
         suspend_request=None,
         idle_park=False,
+        park_request=None,
         daemon_state="active" if st["daemon"] else None,
     )
+
+
+@builtin("__agent_with_park")
+def agent_with_park(thread: Any, st: Any = None, request: Any = None) -> dict[str, Any]:
+    """``__agent_with_park(st, request)``: the state with ``park_request`` set (the loop
+    parks with ``request`` after the turn)."""
+    st = _check_state(st, "__agent_with_park")
+    return {**st, "park_request": request}
 
 
 @builtin("__agent_loop_result")

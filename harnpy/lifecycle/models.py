@@ -3,7 +3,8 @@
 
 They validate values where they cross a boundary — a Suspension built at park time, a
 request normalized by ``agent_await_resumption``, a worker snapshot read from disk — and are
-never used on hot paths (a turn boundary does not build models). Harn code sees plain dicts:
+never used on hot paths (a turn boundary does not build models). Schemas are built on first
+use (``defer_build``), so loading a snapshot pays only for the models it validates. Harn code sees plain dicts:
 ``Model.model_validate(d).model_dump()`` round-trips them.
 
 * :data:`TimeoutAction` — ``"resume_with_summary"`` (default) | ``"fail"`` |
@@ -52,7 +53,7 @@ class ResumeTimeout(BaseModel):
     """``timeout`` of ResumeConditions: a positive number of minutes and the action taken
     when they elapse."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     duration_minutes: int = Field(gt=0)
     on_timeout: TimeoutAction = "resume_with_summary"
@@ -61,7 +62,7 @@ class ResumeTimeout(BaseModel):
 class ResumeConditions(BaseModel):
     """What may wake a parked worker (3.4). ``{}`` is valid (an open park)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     trigger: dict[str, Any] | None = None
     timeout: ResumeTimeout | None = None
@@ -75,7 +76,7 @@ class ResumeConditions(BaseModel):
 class AgentAwaitResumptionRequest(BaseModel):
     """``agent_await_resumption(reason, conditions?, resume_by?)`` normalized (3.5)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
     reason: str = Field(min_length=1)
     conditions: ResumeConditions | None = None
@@ -102,7 +103,7 @@ class WorkerHandle(BaseModel):
     """The resumable reference inside a Suspension: a WorkerSummary without the keys that
     may hold conversation text or resume input (:data:`PRIVATE_HANDLE_KEYS`)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     type_: Literal["agent_handle"] = Field(default="agent_handle", alias="_type")
     id: str = Field(min_length=1)
@@ -125,7 +126,7 @@ class Suspension(BaseModel):
     """The payload returned to the parent (or the direct caller of a root loop) when a
     worker parks (3.3; seed "Suspension")."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     status: Literal["suspended"] = "suspended"
     final_status: Literal["suspended"] = "suspended"
@@ -145,7 +146,7 @@ class WorkerSuspension(BaseModel):
     """A worker summary's ``suspension`` record (3.2). ``initiator`` prints
     ``self_initiated`` for self-parks (lifecycle.md 13 Q1)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     reason: str
     initiator: str
@@ -161,7 +162,7 @@ class WorkerSuspension(BaseModel):
 class WorkerSummary(BaseModel):
     """A WorkerSummary (3.1); extra keys (``transcript``, ``pre_suspend_denied``...) kept."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     type_: Literal["agent_handle"] = Field(default="agent_handle", alias="_type")
     id: str
@@ -183,7 +184,7 @@ class WorkerSummary(BaseModel):
 class ConfigRecord(BaseModel):
     """``config`` of a worker snapshot: only ``mode`` is checked (3.6 load rules)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     mode: WorkerMode
 
@@ -193,7 +194,7 @@ class WorkerSnapshotDoc(BaseModel):
     evaluator snapshot (a ``harnpy_snapshot`` document plus ``pending_slot``) of a parked
     worker, or nil when the worker has not reached a suspend checkpoint."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     type_: Literal["worker_snapshot", "daemon_snapshot"] = Field(alias="_type")
     harnpy_snapshot_version: int = 1

@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import tempfile
 from collections.abc import Generator, Iterator
@@ -274,18 +273,29 @@ def bottom_frame(thread: Any) -> Any:
     return fr
 
 
+#: The functions of std/agent/_loop whose frame is the bottom of a running loop (the loop
+#: is a chain of tail calls between them, reusing one frame).
+LOOP_FRAMES = ("__agent_loop_run", "__agent_step")
+
+
+def _is_loop_frame(fr: Any) -> bool:
+    if fr.native:
+        return False
+    code = fr.code
+    return code.name in LOOP_FRAMES and code.module.path == LOOP_MODULE
+
+
 def loop_frame(thread: Any) -> Any:
-    """The innermost frame of ``thread`` running ``__agent_loop_run`` (std/agent/_loop).
+    """The innermost frame of ``thread`` that is the bottom of an agent loop (running
+    ``__agent_loop_run`` / ``__agent_step`` of std/agent/_loop).
 
     Raises:
         HarnRuntimeError: no agent loop is on the stack.
     """
     fr = thread.frame
     while fr is not None:
-        if not fr.native:
-            code = fr.code
-            if code.name == "__agent_loop_run" and code.module.path == LOOP_MODULE:
-                return fr
+        if _is_loop_frame(fr):
+            return fr
         fr = fr.parent
     raise runtime_error("internal: no agent loop frame on the stack")
 
@@ -320,10 +330,12 @@ def build_document(
             externals["config"] = rec.config
         if type(rec.transcript) is dict:
             externals["transcript"] = rec.transcript
-        tdoc = snapshot_chain(thread, bottom, externals=externals)
+        from harnpy.lifecycle.turns import thread_cache
+
+        tdoc = snapshot_chain(thread, bottom, externals=externals, cache=thread_cache(thread))
         ext = tdoc.pop("externals", {})
-        doc["config"] = ext.get("config", _jsonable(rec.config))
-        doc["transcript"] = ext.get("transcript", _jsonable(rec.transcript))
+        doc["config"] = ext["config"] if "config" in ext else _jsonable(rec.config)
+        doc["transcript"] = ext["transcript"] if "transcript" in ext else _jsonable(rec.transcript)
         doc["harnpy_encoding"] = "tagged"
         tdoc["pending_slot"] = pending_slot
         tdoc["external_names"] = sorted(ext)
@@ -377,8 +389,17 @@ def daemon_fields(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _dumps(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def _dumps(doc: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON bytes of a document (orjson when installed)."""
+    from harnpy.runtime.snapshot import dumps_bytes
+
+    return dumps_bytes(doc)
+
+
+def _loads(data: bytes) -> Any:
+    from harnpy.runtime.snapshot import loads
+
+    return loads(data)
 
 
 def largest_parts(doc: dict[str, Any], runtime: Any = None, limit: int = 3) -> list[str]:
@@ -426,7 +447,7 @@ def write_document(
     from harnpy.runtime.snapshot import write_atomic
 
     text = _dumps(doc)
-    size = len(text.encode("utf-8"))
+    size = len(text)
     if size > MAX_SNAPSHOT_BYTES:
         raise SnapshotError(
             f"worker snapshot of {doc.get('id')} is {size} bytes, over the "
@@ -526,7 +547,7 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     except OSError as e:
         raise SnapshotLoadError(e.strerror or str(e)) from None
     try:
-        doc = json.loads(raw)
+        doc = _loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise SnapshotLoadError(f"invalid JSON: {e}") from None
     if not isinstance(doc, dict):
@@ -556,6 +577,22 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
         if not isinstance(tdoc.get("pending_slot"), int):
             raise SnapshotLoadError("embedded evaluator snapshot has no pending_slot")
     return doc, raw
+
+
+def canonical_snapshot(path: str, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A daemon's ``<persist_path>/daemon.json`` is a copy: resume through the worker's own
+    snapshot file (``snapshot_path``) when it exists, so both names claim the same file.
+
+    Raises:
+        SnapshotLoadError: the worker's own file is unreadable.
+    """
+    if doc.get("_type") != DAEMON_SNAPSHOT_TYPE:
+        return path, doc
+    own = doc.get("snapshot_path")
+    if type(own) is not str or not os.path.exists(own) or os.path.samefile(own, path):
+        return path, doc
+    own_doc, _ = read_document(own)
+    return own, own_doc
 
 
 def record_from_document(runtime: Any, doc: dict[str, Any], path: str) -> WorkerRecord:
@@ -642,7 +679,7 @@ def claim(path: str, worker_id: str, park_id: str | None = None) -> bytes | None
         except OSError as e:
             raise sus_error(4, f"resume_agent: failed to load snapshot `{path}`: {e}") from None
         try:
-            doc = json.loads(raw)
+            doc = _loads(raw)
         except ValueError as e:
             raise sus_error(
                 4, f"resume_agent: failed to load snapshot `{path}`: invalid JSON: {e}"
@@ -670,7 +707,7 @@ def rollback(path: str, raw: bytes | None) -> None:
     from harnpy.runtime.snapshot import write_atomic
 
     with _dir_lock(path):
-        write_atomic(path, raw.decode("utf-8"), max_bytes=None, fsync=True)
+        write_atomic(path, raw, max_bytes=None, fsync=True)
 
 
 # ====================================================================== cold restore
@@ -718,6 +755,37 @@ def ensure_modules(
     finally:
         runtime.restoring = saved_restoring
     return set(runtime.modules) - before
+
+
+def precheck_sources(runtime: Any, doc: dict[str, Any], snapshot_path: str) -> None:
+    """Before claiming a snapshot: every non-``std`` module it needs can be found and has
+    the recorded source hash (so a resume refused for a changed source writes nothing).
+
+    Raises:
+        SnapshotError: ``E406`` naming the module.
+    """
+    from harnpy.runtime.modules import source_hash
+    from harnpy.runtime.snapshot_cli import locate_source
+
+    tdoc = doc.get("harnpy_thread")
+    if not isinstance(tdoc, dict):
+        return
+    for rec in tdoc.get("modules") or []:
+        key = rec.get("key", "")
+        if key.startswith("std/"):
+            continue
+        live = runtime.modules.get(key)
+        if live is not None:
+            current = live.hash
+        else:
+            _, source = locate_source(rec, snapshot_path)
+            current = source_hash(source)
+        if current != rec.get("hash"):
+            raise SnapshotError(
+                f"the source of {rec.get('path', key)} changed since the snapshot was taken; "
+                "refusing to resume (the snapshot file is left as it was)",
+                "E406",
+            )
 
 
 def restore_thread(
@@ -769,17 +837,19 @@ def attach_thread(runtime: Any, rec: WorkerRecord, th: Any) -> None:
 
 
 def import_mock_state(runtime: Any, doc: dict[str, Any]) -> None:
-    """Queue the mock replies a snapshot carried (a fresh process only; ``--llm-mock``
-    fixtures given on the command line win)."""
+    """Queue the mock replies a snapshot carried (a fresh process only). A ``--llm-mock``
+    fixture given on the command line replaces them: the snapshot's queue and fixture are
+    then ignored."""
     state = doc.get("llm_mock")
     if not isinstance(state, dict):
         return
-    host = services(runtime).llm
     opts = getattr(runtime, "llm_cli_options", None) or {}
-    mock = host.mock
+    if opts.get("mock_file"):
+        return
+    mock = services(runtime).llm.mock
     for entry in state.get("queue") or []:
         mock.push(entry)
-    if state.get("fixture") is not None and not opts.get("mock_file"):
+    if state.get("fixture") is not None:
         from harnpy.llm.mock import parse_mock_entry
 
         mock.load_fixture([parse_mock_entry(e, "snapshot") for e in state["fixture"]])
@@ -1315,13 +1385,11 @@ def _caller_loop_state(thread: Any) -> dict[str, Any] | None:
     """The state dict of the innermost agent loop running on ``thread`` (None outside)."""
     fr = getattr(thread, "frame", None)
     while fr is not None:
-        if not fr.native:
-            code = fr.code
-            if code.name == "__agent_loop_run" and code.module.path == LOOP_MODULE:
-                for i, n in enumerate(code.slot_names):
-                    if n == "st":
-                        v = fr.slots[i]
-                        return v if type(v) is dict else None
+        if _is_loop_frame(fr):
+            for i, n in enumerate(fr.code.slot_names):
+                if n in ("st", "state") and type(fr.slots[i]) is dict:
+                    return fr.slots[i]  # type: ignore[no-any-return]
+            return None
         fr = fr.parent
     return None
 
@@ -1702,6 +1770,7 @@ def resume_gen(
         path = _snapshot_target(ref)
         try:
             doc, _ = read_document(path)
+            path, doc = canonical_snapshot(path, doc)
         except SnapshotLoadError as e:
             raise _load_failure(ref, e) from None
         live = services(rt).workers.get(doc["id"])
@@ -1722,6 +1791,10 @@ def resume_gen(
                 raise _load_failure(
                     ref, "the worker has not reached its suspend checkpoint (no evaluator state)"
                 )
+            try:
+                precheck_sources(rt, doc, path)
+            except SnapshotError as e:
+                raise _load_failure(ref, e.message) from None
     if rec.status == "cancelled":
         raise sus_error(10, f"resume_agent: worker {rec.id} was closed and cannot be resumed")
     if rec.status != "suspended":
@@ -2005,6 +2078,94 @@ def daemon_resume(thread: Any, *args: Any) -> Gen:
     return (yield Block(register, f"daemon {rec.id}"))
 
 
+def adopt(path: str, worker_id: str, park_id: Any) -> str:
+    """Take over a parked worker's snapshot for this process (under the directory lock):
+    it must still be ``suspended`` at ``park_id``; it gets a new park id and this process as
+    owner, so a process that held the same park can no longer resume it (``HARN-SUS-006``).
+    Returns the new park id."""
+    from harnpy.runtime.snapshot import write_atomic
+
+    with _dir_lock(path):
+        with open(path, "rb") as fh:
+            doc = _loads(fh.read())
+        if doc.get("status") != "suspended" or doc.get("park_id") != park_id:
+            raise sus_error(
+                6,
+                f"load_agent: worker {worker_id} changed before it could be loaded "
+                f"(status={doc.get('status')})",
+            )
+        new_id = _new_park_id()
+        doc["park_id"] = new_id
+        doc["owner"] = _owner()
+        write_atomic(path, _dumps(doc), max_bytes=None, fsync=True)
+    return new_id
+
+
+@builtin("load_agent", aliases=("__load_agent",))
+def load_agent(thread: Any, *args: Any) -> dict[str, Any]:
+    """``load_agent(path_or_id)`` (harnpy): cold-load a worker snapshot into this process
+    *without* resuming it (lifecycle.md 1.2 T14; 2.9 "cold-loaded snapshots appear once
+    loaded"). A parked worker's thread is restored and stays parked here — resumable with
+    ``resume_agent`` — and its auto-resume wait is registered again at the *absolute*
+    deadline stored in the snapshot (a timeout that already passed fires once, at the next
+    poll; nothing is re-armed from "now"). Other statuses are registered as they are
+    (``running`` becomes ``interrupted``). Returns the summary.
+
+    Raises:
+        HarnRuntimeError: ``HARN-SUS-004`` (unreadable snapshot), ``HARN-SUS-006`` (another
+            process resumed or loaded it meanwhile).
+    """
+    args = strip_harness(args)
+    rt = thread.runtime
+    target = arg(args, 0)
+    if type(target) is not str or not target.strip():
+        raise sus_error(4, "load_agent: missing worker id or snapshot path")
+    path = _snapshot_target(target)
+    try:
+        doc, _ = read_document(path)
+        path, doc = canonical_snapshot(path, doc)
+    except SnapshotLoadError as e:
+        raise sus_error(4, f"load_agent: failed to load snapshot `{target}`: {e}") from None
+    svc = services(rt)
+    live = svc.workers.get(doc["id"])
+    if live is not None:
+        return live.summary()
+    busy = busy_elsewhere(doc, doc["id"])
+    if busy is not None:
+        raise busy
+    rec = record_from_document(rt, doc, path)
+    if rec.status != "suspended" or doc.get("harnpy_thread") is None:
+        svc.workers[rec.id] = rec
+        return rec.summary()
+    from harnpy.runtime.scheduler import ControlWaker
+
+    rec.park_id = adopt(path, rec.id, doc.get("park_id"))  # type: ignore[attr-defined]
+    try:
+        th = restore_thread(rt, rec, doc, path, fresh=False)
+    except SnapshotError as e:
+        raise sus_error(4, f"load_agent: failed to load snapshot `{target}`: {e.message}") from None
+    attach_thread(rt, rec, th)
+    th.status = "blocked"
+    th.blocked_on = f"parked worker {rec.id}"
+    rt.scheduler.blocked.add(th)
+    rec.park_waker = ControlWaker(rt.scheduler, th, th.frame, th.pending_slot)
+    svc.workers[rec.id] = rec
+    wait = doc.get("resume_wait")
+    if isinstance(wait, dict) and isinstance(wait.get("conditions"), dict):
+        d = _dispatcher(rt)
+        handle = d.register_resume_wait(
+            rec.id, wait["conditions"], path, deadline_ms=wait.get("deadline_ms")
+        )
+        if handle is not None:
+            if rec.suspension is not None:
+                rec.suspension["auto_resume_trigger"] = {
+                    "id": handle["id"],
+                    "version": handle["version"],
+                }
+            rec.resume_wait = {**wait, **handle}  # type: ignore[attr-defined]
+    return rec.summary()
+
+
 # ====================================================================== triggers
 
 
@@ -2135,6 +2296,10 @@ def resume_from_cli(
     if doc.get("harnpy_thread") is None:
         raise _load_failure(path, "the worker has not reached its suspend checkpoint")
     input_text = check_input(input_value)
+    try:
+        precheck_sources(runtime, doc, path)
+    except SnapshotError as e:
+        raise _load_failure(path, e.message) from None
     original = claim(path, rec.id, None)
     try:
         import_mock_state(runtime, doc)

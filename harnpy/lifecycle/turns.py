@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -50,7 +49,13 @@ def roundtrip_thread(thread: Any) -> dict[str, Any]:
     """
     from harnpy.lifecycle.suspend import bottom_frame, loop_frame
     from harnpy.runtime.code import Frame
-    from harnpy.runtime.snapshot import SnapshotError, _Decoder, dumps, snapshot_chain
+    from harnpy.runtime.snapshot import (
+        SnapshotError,
+        _Decoder,
+        dumps_bytes,
+        loads,
+        snapshot_chain,
+    )
     from harnpy.runtime.thread import Thread
 
     try:
@@ -59,7 +64,9 @@ def roundtrip_thread(thread: Any) -> dict[str, Any]:
         bottom = bottom_frame(thread)
     live: list[Any] = []
     try:
-        doc = json.loads(dumps(snapshot_chain(thread, bottom, live=live)))
+        doc = loads(
+            dumps_bytes(snapshot_chain(thread, bottom, live=live, cache=thread_cache(thread)))
+        )
         fresh = Thread(thread.runtime, thread.name)
         decoder = _Decoder(doc, thread.runtime.modules, fresh, live)
         top = doc["thread"]["top"]
@@ -79,6 +86,18 @@ def roundtrip_thread(thread: Any) -> dict[str, Any]:
         new_bottom.ret_slot = bottom.ret_slot
     thread.frame = frame
     return doc  # type: ignore[no-any-return]
+
+
+def thread_cache(thread: Any) -> Any:
+    """The :class:`~harnpy.runtime.snapshot.SnapshotCache` of ``thread`` (successive
+    snapshots of one loop re-encode only what changed)."""
+    cache = getattr(thread, "snapshot_cache", None)
+    if cache is None:
+        from harnpy.runtime.snapshot import SnapshotCache
+
+        cache = SnapshotCache()
+        thread.snapshot_cache = cache
+    return cache
 
 
 def yield_with(thread: Any, value: Any, describe: str) -> None:

@@ -193,6 +193,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     from harnpy.cli import EXIT_OK, EXIT_PARKED, EXIT_RUNTIME, _configure_llm, flush_stdout
     from harnpy.lifecycle.suspend import (
         SnapshotLoadError,
+        canonical_snapshot,
         drive_until_settled,
         read_document,
         resume_from_cli,
@@ -217,6 +218,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
 
     try:
         doc, _ = read_document(path)
+        path, doc = canonical_snapshot(path, doc)
     except SnapshotLoadError as e:
         return fail("HARN-SUS-004", f"resume_agent: failed to load snapshot `{args.resume}`: {e}")
     try:
