@@ -80,6 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``harnpy`` console script; returns the process exit code."""
+    # The evaluator keeps Harn frames off the Python stack, but the compiler, parser and
+    # display of deeply nested values recurse; CPython 3.11 runs Python-to-Python calls
+    # without growing the C stack, so a higher limit is safe.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 30_000))
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:
+        # stdout was closed early (`harnpy run x | head -1`): end quietly, as Unix tools do.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 141
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "run":
         return cmd_run(args)
@@ -122,6 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return resume_main(args)
     if args.code is not None:
+        if args.file is not None:  # `-e CODE -- x y`: argparse takes x as FILE
+            script_args = [args.file, *script_args]
         path, source = "<-e>", args.code
     elif args.file:
         path = os.path.abspath(args.file)
@@ -138,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int:
     """Load and run a program; report errors the documented way; return the exit code."""
     from harnpy.diagnostics import DiagnosticError
-    from harnpy.runtime.errors import HarnError, HarnInterrupt, SnapshotExit
+    from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
     from harnpy.runtime.runtime import Runtime
 
     kwargs: dict[str, Any] = {}
@@ -152,6 +170,12 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
     except DiagnosticError as e:
         sys.stderr.write(e.render() + "\n")
         return EXIT_USAGE
+    except HarnError as e:  # e.g. an imported module failed while initialising
+        sys.stderr.write(render_runtime_error(e, rt) + "\n")
+        return EXIT_USAGE
+    except HarnExit as e:
+        flush_stdout()
+        return e.code
     try:
         rt.run_module(mod)
     except DiagnosticError as e:
@@ -164,6 +188,9 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
     except SnapshotExit:
         flush_stdout()
         return EXIT_OK
+    except HarnExit as e:
+        flush_stdout()
+        return e.code
     except HarnInterrupt:
         flush_stdout()
         sys.stderr.write("interrupted\n")
@@ -179,6 +206,8 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
         flush_stdout()
         sys.stderr.write("error[E399]: internal error: Python recursion limit reached\n")
         return EXIT_RUNTIME
+    except BrokenPipeError:
+        raise
     except Exception as e:  # noqa: BLE001 - internal bugs are reported, not shown raw
         flush_stdout()
         return report_internal_error(e)

@@ -105,10 +105,13 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
 
     base = path[: -len(".harn")]
     want_file = base + (".expected" if kind == "expected" else ".error")
-    with open(want_file, encoding="utf-8", errors="replace") as fh:
-        want = fh.read()
-    with open(path, encoding="utf-8") as fh:
-        source = fh.read()
+    try:
+        with open(want_file, encoding="utf-8", errors="replace") as fh:
+            want = fh.read()
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+    except (OSError, UnicodeDecodeError) as e:
+        return False, f"cannot read case: {e}"
     out = io.StringIO()
     err = io.StringIO()
     failed = False

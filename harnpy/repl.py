@@ -745,8 +745,7 @@ class ReplCore:
     def run_entry(self, text: str, *, show: Callable[[Any], str] | None = None) -> bool:
         from harnpy.diagnostics import DiagnosticError
         from harnpy.runtime.display import display
-        from harnpy.runtime.errors import HarnError, HarnInterrupt, SnapshotExit
-        from harnpy.stdlib.fs import HarnExit
+        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
 
         try:
             result = self.session.eval(text)
@@ -823,8 +822,7 @@ class ReplCore:
     def cmd_load(self, arg: str) -> bool:
         from harnpy.diagnostics import DiagnosticError
         from harnpy.runtime.display import display
-        from harnpy.runtime.errors import HarnError, HarnInterrupt
-        from harnpy.stdlib.fs import HarnExit
+        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt
 
         path = _unquote(arg)
         if not self._need(path, "a file name", ":load"):

@@ -115,7 +115,7 @@ class CodeObject:
         self.rest = False
         self.has_defaults = False
         self.capture_names: list[str] = []
-        self.capture_from: list[int] = []
+        self.capture_from: list[int | str] = []
         self.nslots = 0
         self.slot_names: list[str | None] = []
         self.instrs: list[Instr] = []

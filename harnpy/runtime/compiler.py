@@ -106,6 +106,9 @@ class ModuleContext:
     codes: list[CodeObject] = field(default_factory=list)
     #: In files that use ``const`` (later Harn revisions) ``let`` bindings are reassignable.
     let_mutable: bool = False
+    #: Closures capture top-level let/var by value (the main program); library modules
+    #: keep them as shared module state (spec 3.10, 3.18).
+    capture_globals: bool = False
     type_aliases: dict[str, Any] = field(default_factory=dict)
     structs_decl: dict[str, Any] = field(default_factory=dict)
 
@@ -134,6 +137,19 @@ def contains_yield(body: A.Node) -> bool:
         if isinstance(n, (A.YieldStmt, A.EmitStmt)):
             return True
         for c in A.children(n):
+            if not isinstance(c, _CODE_NODES):
+                stack.append(c)
+    return False
+
+
+def declares_nested_fns(body: A.Node) -> bool:
+    """True when ``body`` (not counting nested closures' bodies) declares a ``fn``."""
+    stack: list[A.Node] = [body]
+    while stack:
+        n = stack.pop()
+        for c in A.children(n):
+            if type(c) is A.FnDecl:
+                return True
             if not isinstance(c, _CODE_NODES):
                 stack.append(c)
     return False
@@ -177,6 +193,11 @@ class FnBuilder:
         self.placeholder_slot: int | None = None
         self.span = A.NO_SPAN
         self.in_generator = False
+        #: Captured names whose source is a module global (may be unbound at creation).
+        self.global_captures: set[str] = set()
+        #: The body declares nested functions: no tail calls, since a nested function may
+        #: late-bind a sibling declared after it through this frame (spec 3.10).
+        self.declares_fns = False
 
     # ---- slots and scopes
 
@@ -301,6 +322,7 @@ class Compiler:
         self.ctx = ctx
         self.b: FnBuilder = None  # type: ignore[assignment]
         self.declared_globals: dict[str, str] = {}
+        self._suspends_memo: dict[int, bool] = {}
 
     # ================================================================ entry points
 
@@ -340,7 +362,7 @@ class Compiler:
         name: str,
         parent: FnBuilder | None,
         module_level: bool = False,
-        captures: list[tuple[str, int]] | None = None,
+        captures: list[tuple[str, int | str, bool]] | None = None,
         self_name: str | None = None,
     ) -> CodeObject:
         """Compile a function-like node. ``captures`` lists (name, parent slot) pairs."""
@@ -357,10 +379,12 @@ class Compiler:
             code.rest = bool(params) and params[-1].rest
             for p in params:
                 b.declare(p.name, True, "param")
-            for cname, cslot in captures or []:
-                b.declare(cname, True, "capture")
+            for cname, src, mutable in captures or []:
+                b.declare(cname, mutable, "capture")
                 code.capture_names.append(cname)
-                code.capture_from.append(cslot)
+                code.capture_from.append(src)
+                if type(src) is str:
+                    b.global_captures.add(cname)
             code.has_defaults = any(p.default is not None for p in params)
             is_closure = isinstance(node, A.ClosureExpr)
             code.returns_last = is_closure
@@ -371,6 +395,7 @@ class Compiler:
                 code.is_generator = True
                 code.gen_kind = "generator"
             b.in_generator = code.is_generator
+            b.declares_fns = declares_nested_fns(node.body)
             self._prologue(params)
             code.simple = not (code.has_defaults or code.rest or code.param_checks)
             result = self.block_stmts(list(node.body.body), want_value=is_closure)
@@ -826,6 +851,7 @@ class Compiler:
             value is not None
             and type(value) is A.Call
             and not b.in_generator
+            and not b.declares_fns
             and not self._is_pure_call(value)
         ):
             self.tail_call(value)
@@ -834,6 +860,7 @@ class Compiler:
             value is not None
             and type(value) is A.Pipe
             and not b.in_generator
+            and not b.declares_fns
             and not contains_placeholder(value.right)
         ):
             left = self.expr(value.left)
@@ -1008,6 +1035,8 @@ class Compiler:
         return resolve(name)  # type: ignore[no-any-return]
 
     def _capture_may_be_unbound(self, name: str) -> bool:
+        if name in self.b.global_captures:
+            return True
         p = self.b.parent
         while p is not None:
             bnd = p.lookup_local(name)
@@ -1017,7 +1046,8 @@ class Compiler:
         return False
 
     def e_ListLit(self, e: A.ListLit) -> Ev:
-        items = [(type(it) is A.Spread, self._operand(e.items, it)) for it in e.items]
+        evs0 = self._operands(e.items)
+        items = [(type(it) is A.Spread, ev) for it, ev in zip(e.items, evs0)]
         if any(sp for sp, _ in items):
             return _list_spread_ev(items)
         evs = [ev for _, ev in items]
@@ -1031,16 +1061,27 @@ class Compiler:
             return lambda f: [a0(f), a1(f)]
         return lambda f: [ev(f) for ev in evs]
 
-    def _operand(self, siblings: tuple[Any, ...], node: Any) -> Ev:
-        """Compile ``node`` (an element of ``siblings``); spill it to a temporary when a
-        later sibling contains a call, preserving left-to-right evaluation order."""
+    def _later_suspends(self, siblings: tuple[Any, ...]) -> list[bool]:
+        """For each element: does any *later* sibling contain a call? (one reverse scan)"""
+        out = [False] * len(siblings)
+        seen = False
+        for i in range(len(siblings) - 1, -1, -1):
+            out[i] = seen
+            seen = seen or self._suspends_any(siblings[i])
+        return out
+
+    def _operands(self, siblings: tuple[Any, ...]) -> list[Ev]:
+        """Compile a list of operands left to right; an operand is spilled to a temporary
+        when a later one contains a call, preserving left-to-right evaluation order."""
+        later = self._later_suspends(siblings)
+        return [self._operand(node, later[i]) for i, node in enumerate(siblings)]
+
+    def _operand(self, node: Any, spill: bool) -> Ev:
         target = node.value if type(node) is A.Spread else node
         if isinstance(target, str):
             return _const(target)
         ev = self.expr(target)
-        idx = siblings.index(node)
-        later = siblings[idx + 1 :]
-        if any(self._suspends_any(x) for x in later) and not _is_stable(target):
+        if spill and not _is_stable(target):
             return self.spill(ev)
         return ev
 
@@ -1062,25 +1103,25 @@ class Compiler:
 
     def e_DictLit(self, e: A.DictLit) -> Ev:
         entries: list[tuple[int, Any, Ev]] = []  # kind 0 static key, 1 computed, 2 spread
-        for ent in e.entries:
+        later = self._later_suspends(e.entries)
+        for i, ent in enumerate(e.entries):
             if type(ent) is A.Spread:
-                entries.append((2, None, self._operand(e.entries, ent)))
+                entries.append((2, None, self._operand(ent, later[i])))
             elif ent.computed:
                 kev = self.expr(ent.key)  # type: ignore[arg-type]
-                if any(self._suspends_any(x) for x in e.entries[e.entries.index(ent) :]):
+                if later[i] or self.suspends(ent.value):
                     kev = self.spill(kev)
-                entries.append((1, kev, self._entry_value(e.entries, ent)))  # type: ignore[arg-type]
+                entries.append((1, kev, self._entry_value(ent, later[i])))  # type: ignore[arg-type]
             else:
-                entries.append((0, ent.key, self._entry_value(e.entries, ent)))  # type: ignore[arg-type]
+                entries.append((0, ent.key, self._entry_value(ent, later[i])))  # type: ignore[arg-type]
         if all(k == 0 for k, _, _ in entries):
             pairs = [(key, ev) for _, key, ev in entries]
             return lambda f: {k: ev(f) for k, ev in pairs}
         return _dict_general_ev(entries)
 
-    def _entry_value(self, siblings: tuple[Any, ...], ent: A.DictEntry) -> Ev:
+    def _entry_value(self, ent: A.DictEntry, spill: bool) -> Ev:
         ev = self.expr(ent.value)
-        idx = siblings.index(ent)
-        if any(self._suspends_any(x) for x in siblings[idx + 1 :]) and not _is_stable(ent.value):
+        if spill and not _is_stable(ent.value):
             return self.spill(ev)
         return ev
 
@@ -1095,23 +1136,27 @@ class Compiler:
         b = self.b
         names = referenced_names(node)
         for p in node.params:
-            names.discard(p.name) if False else None
-        captures: list[tuple[str, int]] = []
+            names.discard(p.name)  # a parameter shadows any outer name
+        captures: list[tuple[str, int | str, bool]] = []
+        kinds = self.ctx.module.global_kinds
         for name in sorted(names):
             binding = b.lookup_local(name)
             if binding is not None:
-                captures.append((name, binding.slot))
+                captures.append((name, binding.slot, True))
+            elif self.ctx.capture_globals and kinds.get(name) in ("let", "var"):
+                # Top-level bindings of the main program are captured by value too
+                # (spec 3.10); a name not yet bound when the closure is created stays
+                # late-bound (read live from the module).
+                captures.append((name, name, kinds.get(name) == "var"))
         name = getattr(node, "name", None) or "<closure>"
-        is_module_level = False
-        code = self.compile_function(node, name, b, is_module_level, captures, self_name)
-        cap_slots = [slot for _, slot in captures]
-        module = self.ctx.module
+        code = self.compile_function(node, name, b, False, captures, self_name)
+        sources = [src for _, src, _ in captures]
         self_index = None
         if self_name is not None:
-            for i, (cname, _) in enumerate(captures):
+            for i, (cname, _, _) in enumerate(captures):
                 if cname == self_name:
                     self_index = i
-        return _make_closure_ev(code, cap_slots, module, self_index)
+        return _make_closure_ev(code, sources, self.ctx.module, self_index)
 
     def e_BinOp(self, e: A.BinOp) -> Ev:
         left = self.expr(e.left)
@@ -1246,7 +1291,7 @@ class Compiler:
         variants = self._enum_variants(ename)
         if variants is None or e.name not in variants:
             return None
-        argevs = [self._operand(e.args, a) for a in e.args]
+        argevs = self._operands(e.args)
         variant = e.name
         return lambda f: EnumValue(ename, variant, [a(f) for a in argevs])
 
@@ -1280,7 +1325,7 @@ class Compiler:
         bi = self.ctx.builtins[e.func.id]
         fn = bi.fn
         spread = [type(a) is A.Spread for a in e.args]
-        argevs = [self._operand(e.args, a) for a in e.args]
+        argevs = self._operands(e.args)
         mx = bi.max_args
         if any(spread):
             build = I._args_builder(argevs, spread)
@@ -1321,7 +1366,7 @@ class Compiler:
             dotted = self._dotted_builtin(e)
             if dotted is not None:
                 spread = [type(a) is A.Spread for a in e.args]
-                argevs = [self._operand(e.args, a) for a in e.args]
+                argevs = self._operands(e.args)
                 b.span = e.span
                 b.emit(I.op_call, _const(dotted), argevs, spread, target)
                 return
@@ -1329,7 +1374,7 @@ class Compiler:
             if any(self._suspends_any(a) for a in e.args) and not _is_stable(e.obj):
                 obj = self.spill(obj)
             spread = [type(a) is A.Spread for a in e.args]
-            argevs = [self._operand(e.args, a) for a in e.args]
+            argevs = self._operands(e.args)
             b.span = e.span
             b.emit(I.op_method, obj, e.name, argevs, spread, e.optional, target)
             return
@@ -1338,7 +1383,7 @@ class Compiler:
             b.emit(I.op_store, target, self.pure_call(e))
             return
         spread = [type(a) is A.Spread for a in e.args]
-        argevs = [self._operand(e.args, a) for a in e.args]
+        argevs = self._operands(e.args)
         b.span = e.span
         name = e.func.id
         binding = b.lookup_local(name)
@@ -1365,7 +1410,7 @@ class Compiler:
     def tail_call(self, e: A.Call) -> None:
         b = self.b
         spread = [type(a) is A.Spread for a in e.args]
-        argevs = [self._operand(e.args, a) for a in e.args]
+        argevs = self._operands(e.args)
         target = b.temp()
         name = e.func.id
         b.span = e.span
@@ -1446,7 +1491,8 @@ class Compiler:
 
     def e_StructLit(self, e: A.StructLit) -> Ev:
         name = e.name
-        fields = [(ent.key, self._entry_value(e.fields, ent)) for ent in e.fields]
+        later = self._later_suspends(e.fields)
+        fields = [(ent.key, self._entry_value(ent, later[i])) for i, ent in enumerate(e.fields)]
         return lambda f: StructValue(name, {k: ev(f) for k, ev in fields})  # type: ignore[misc]
 
     def e_Spread(self, e: A.Spread) -> Ev:
@@ -1761,9 +1807,19 @@ class Compiler:
     # ================================================================ analysis
 
     def suspends(self, e: Any) -> bool:
-        """True when compiling ``e`` emits instructions (calls or control flow)."""
+        """True when compiling ``e`` emits instructions (calls or control flow); memoized
+        per node, so repeated queries over nested operands stay linear."""
         if e is None or isinstance(e, str):
             return False
+        key = id(e)
+        hit = self._suspends_memo.get(key)
+        if hit is not None:
+            return hit
+        r = self._suspends(e)
+        self._suspends_memo[key] = r
+        return r
+
+    def _suspends(self, e: Any) -> bool:
         t = type(e)
         if t in (A.Literal, A.DurationLit, A.Name, A.ClosureExpr):
             return False
@@ -2010,8 +2066,23 @@ def _dict_general_ev(entries: list[tuple[int, Any, Ev]]) -> Ev:
 
 
 def _make_closure_ev(
-    code: CodeObject, cap_slots: list[int], module: Any, self_index: int | None
+    code: CodeObject, sources: list[int | str], module: Any, self_index: int | None
 ) -> Ev:
+    """An ev creating the closure: captured values come from the creating frame's slots
+    (int sources) or, for top-level bindings, from the module globals (str sources)."""
+    if any(type(s) is str for s in sources):
+        g = module.globals
+
+        def make_mixed(f: Frame) -> Closure:
+            s = f.slots
+            caps = [s[src] if type(src) is int else g.get(src, UNBOUND) for src in sources]
+            clo = Closure(code, caps, module)
+            if self_index is not None:
+                caps[self_index] = clo
+            return clo
+
+        return make_mixed
+    cap_slots: list[int] = sources  # type: ignore[assignment]
     n = len(cap_slots)
     if self_index is not None:
 

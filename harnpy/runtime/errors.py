@@ -79,6 +79,18 @@ class HarnInterrupt(BaseException):
     """
 
 
+class HarnExit(BaseException):
+    """Raised by the ``exit(code)`` builtin to end the program with status ``code`` (int).
+
+    Derives from ``BaseException`` so Harn ``catch`` blocks and ``except HarnError`` in
+    builtins never intercept it; the CLI catches it at top level.
+    """
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 class SnapshotExit(BaseException):
     """Raised by ``__snapshot_exit`` after the snapshot file is written: ends the run."""
 

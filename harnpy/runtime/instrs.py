@@ -297,7 +297,12 @@ def op_tail_call(callee: Ev, argevs: list[Ev], spread: list[bool], target: int, 
     def instr(f: Frame) -> int:
         fn = callee(f)
         args = build(f)
-        if type(fn) is Closure and not fn.code.is_generator and f.generator is None:
+        if (
+            type(fn) is Closure
+            and not fn.code.is_generator
+            and f.generator is None
+            and not f.defers
+        ):
             th = f.thread
             nf = Frame(fn.code, calls.closure_slots(fn, args), th)
             nf.parent = f.parent

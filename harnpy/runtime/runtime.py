@@ -194,6 +194,7 @@ class Runtime:
         )
         ctx.type_aliases, ctx.structs_decl = M.collect_types(mod.ast)
         ctx.let_mutable = any(type(n) is A.LetStmt and n.is_const for n in A.walk(mod.ast))
+        ctx.capture_globals = mod is self.main_module and not mod.repl
         mod.constants = self.constants
         return ctx
 

@@ -1155,19 +1155,34 @@ def restore(
     d = _Decoder(doc, modules, th, live)
     if decoder_out is not None:
         decoder_out.append(d)
-    for key, g in doc["globals"].items():
-        if globals_for is not None and key not in globals_for:
-            continue
-        m = modules[key]
-        m.globals.update(d.dec(g))
-    for t, table in doc.get("impls", {}).items():
-        for n, fn in table.items():
-            if globals_for is not None and runtime.impls.get(t, {}).get(n) is not None:
-                continue
-            runtime.register_impl(t, n, d.dec(fn))
-    top = doc["thread"]["top"]
-    th.frame = d.dec(top) if top is not None else None
-    th.depth = int(doc["thread"]["depth"])
+    # Decode everything first, then apply: a damaged document changes nothing.
+    try:
+        new_globals = [
+            (modules[key], d.dec(g))
+            for key, g in doc["globals"].items()
+            if globals_for is None or key in globals_for
+        ]
+        new_impls = [
+            (t, n, d.dec(fn))
+            for t, table in doc.get("impls", {}).items()
+            for n, fn in table.items()
+            if globals_for is None or runtime.impls.get(t, {}).get(n) is None
+        ]
+        top = doc["thread"]["top"]
+        frame = d.dec(top) if top is not None else None
+        depth = int(doc["thread"]["depth"])
+    except SnapshotError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise SnapshotError(
+            f"snapshot is damaged: {type(e).__name__}: {e}; refusing to resume", "E404"
+        ) from None
+    for m, g in new_globals:
+        m.globals.update(g)
+    for t, n, fn in new_impls:
+        runtime.register_impl(t, n, fn)
+    th.frame = frame
+    th.depth = depth
     for obj in d.heap:
         if type(obj) is Frame:
             obj.thread = th

@@ -78,12 +78,30 @@ def load_for_resume(snapshot_path: str, runtime: Any) -> Any:
     mod = runtime.load_main(path, source)
     if mod.path != main["key"]:
         runtime.modules[main["key"]] = mod
+        _alias_relocated_modules(doc, runtime, main["path"], path)
     _load_std_modules(doc, runtime)
     th = restore(doc, runtime)
     runtime.restoring = False
     runtime.relink_imports()
     runtime.main_thread = th
     return th
+
+
+def _alias_relocated_modules(
+    doc: dict[str, Any], runtime: Any, old_main: str, new_main: str
+) -> None:
+    """The project moved (another directory or machine): map each library the snapshot
+    names by its old absolute path to the module loaded from the same relative place."""
+    old_dir = os.path.dirname(os.path.abspath(old_main))
+    new_dir = os.path.dirname(os.path.abspath(new_main))
+    for rec in doc["modules"]:
+        key = rec["key"]
+        if key in runtime.modules or key.startswith(("std/", "<")):
+            continue
+        rel = os.path.relpath(key, old_dir)
+        moved = os.path.normpath(os.path.join(new_dir, rel))
+        if moved in runtime.modules:
+            runtime.modules[key] = runtime.modules[moved]
 
 
 def _load_std_modules(doc: dict[str, Any], runtime: Any) -> None:

@@ -254,6 +254,10 @@ class Thread:
                     return None
             except HarnError as exc:
                 frame = self._unwind(frame, pc, exc)
+            except RecursionError:
+                # A builtin recursing over a pathologically nested value (display, ==).
+                deep = plain_error("Runtime error: value nested too deeply", "E322")
+                frame = self._unwind(frame, pc, deep)
             except HarnInterrupt as exc:
                 frame = self._unwind_interrupt(*self._interrupt_origin(frame, pc), exc)
             except KeyboardInterrupt:

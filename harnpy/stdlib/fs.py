@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harnpy._lazy import lazy_module
+from harnpy.runtime.errors import HarnExit
 from harnpy.runtime.values import HSet, err, ok
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.registry import builtin
@@ -34,18 +35,6 @@ from harnpy.stdlib.registry import builtin
 shutil = lazy_module("shutil")
 subprocess = lazy_module("subprocess")
 tempfile = lazy_module("tempfile")
-
-
-class HarnExit(BaseException):
-    """Raised by the ``exit(code)`` builtin to end the program with status ``code`` (int).
-
-    Derives from ``BaseException`` so Harn ``catch`` blocks and ``except HarnError`` in
-    builtins never intercept it; the CLI catches it at top level.
-    """
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 def _path(name: str, p: Any) -> str:

@@ -1,7 +1,6 @@
 """Newcomer bug reports: Python tracebacks / internal errors instead of Harn diagnostics.
 
-Every test is ``xfail(strict=True)``: it fails today because of the bug named in its reason,
-and starts passing (turning the suite red) once the bug is fixed, so remove the mark then.
+Regression tests for bugs found by newcomer testing (each test pins one fixed bug).
 """
 
 from __future__ import annotations
@@ -21,11 +20,6 @@ def no_traceback(p: subprocess.CompletedProcess[str]) -> None:
     assert "internal error" not in p.stderr, p.stderr[-2000:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="exit(code) raises HarnExit, which `harnpy run` never catches: Python traceback "
-    "and status 1 (spec 4.14 exit(code))",
-)
 def test_exit_builtin_ends_with_its_status() -> None:
     p = harnpy("run", "-e", 'println("a")\nexit(7)\nprintln("b")\n')
     no_traceback(p)
@@ -33,11 +27,6 @@ def test_exit_builtin_ends_with_its_status() -> None:
     assert p.returncode == 7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a circular import raises HarnRuntimeError out of Runtime.load_main, which "
-    "run_source does not catch: Python traceback",
-)
 def test_circular_import_is_a_diagnostic(tmp_path: Path) -> None:
     (tmp_path / "a.harn").write_text('import "./b"\npub fn fa() { return 1 }\n')
     (tmp_path / "b.harn").write_text('import "./a"\npub fn fb() { return 2 }\n')
@@ -47,11 +36,6 @@ def test_circular_import_is_a_diagnostic(tmp_path: Path) -> None:
     assert p.returncode in (0, 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the compiler recurses on the Python stack: ~250 nested list literals raise "
-    "RecursionError out of load_main (Python traceback), although `harnpy check` says ok",
-)
 def test_nested_list_literal_compiles(tmp_path: Path) -> None:
     f = tmp_path / "n.harn"
     f.write_text("println(len(" + "[" * 300 + "1" + "]" * 300 + "))\n")
@@ -61,11 +45,6 @@ def test_nested_list_literal_compiles(tmp_path: Path) -> None:
     assert p.stdout == "1\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a chain of ~500 `+` operands (a generated string concatenation) raises "
-    "RecursionError out of the compiler: Python traceback",
-)
 def test_long_operator_chain_compiles(tmp_path: Path) -> None:
     f = tmp_path / "n.harn"
     f.write_text("let s = 0" + " + 1" * 600 + "\nprintln(s)\n")
@@ -74,10 +53,6 @@ def test_long_operator_chain_compiles(tmp_path: Path) -> None:
     assert p.stdout == "600\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="~150 nested `if` blocks raise RecursionError out of the compiler: traceback",
-)
 def test_nested_blocks_compile(tmp_path: Path) -> None:
     f = tmp_path / "n.harn"
     f.write_text("if true { " * 200 + "println(1)" + " }" * 200 + "\n")
@@ -86,11 +61,6 @@ def test_nested_blocks_compile(tmp_path: Path) -> None:
     assert p.stdout == "1\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="~80 nested string interpolations raise RecursionError in the parser: traceback "
-    "from both `harnpy check` and `harnpy run`",
-)
 def test_nested_interpolation_parses(tmp_path: Path) -> None:
     f = tmp_path / "n.harn"
     f.write_text('let x = "' + '${"' * 100 + "a" + '"}' * 100 + '"\nprintln(x)\n')
@@ -101,11 +71,6 @@ def test_nested_interpolation_parses(tmp_path: Path) -> None:
     assert p.stdout == "a\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="displaying/comparing a list nested ~500 deep hits the Python recursion limit: "
-    "the run aborts with E399 (no location) and `try` cannot catch it",
-)
 def test_deep_value_error_is_catchable() -> None:
     p = harnpy(
         "run",
@@ -123,11 +88,6 @@ def test_deep_value_error_is_catchable() -> None:
     assert p.stdout == "enum\nenum\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`harnpy run ... | head -1`: BrokenPipeError is reported as an internal error "
-    "(E999) instead of ending quietly",
-)
 def test_closed_stdout_pipe_is_quiet() -> None:
     cmd = [sys.executable, "-m", "harnpy", "run", "-e", "for i in 0 to 200000 { println(i) }"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -140,11 +100,6 @@ def test_closed_stdout_pipe_is_quiet() -> None:
     assert "Traceback" not in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`harnpy test conformance DIR` reads case files without handling "
-    "UnicodeDecodeError: Python traceback",
-)
 def test_conformance_runner_survives_non_utf8_case(tmp_path: Path) -> None:
     d = tmp_path / "tests" / "x"
     d.mkdir(parents=True)
@@ -174,11 +129,6 @@ def _snapshot(tmp_path: Path) -> dict:  # type: ignore[type-arg]
     return json.loads(snap.read_text())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a snapshot whose frame fields have the wrong JSON type (pc a string, slots "
-    "null) crashes restore with a Python traceback instead of error[E404]",
-)
 @pytest.mark.parametrize("field,value", [("pc", "x"), ("slots", None)])
 def test_tampered_snapshot_is_refused(tmp_path: Path, field: str, value: object) -> None:
     doc = _snapshot(tmp_path)
@@ -191,12 +141,6 @@ def test_tampered_snapshot_is_refused(tmp_path: Path, field: str, value: object)
     assert p.returncode == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compile time of a list literal is quadratic in its length (Compiler._operand: "
-    "tuple.index with structural __eq__ plus a scan of all later siblings): 4,000 "
-    "elements take ~9 s, 8,000 ~35 s",
-)
 def test_long_list_literal_compiles_in_linear_time(tmp_path: Path) -> None:
     import time
 
@@ -209,11 +153,6 @@ def test_long_list_literal_compiles_in_linear_time(tmp_path: Path) -> None:
     assert dt < 4.0, f"took {dt:.1f}s"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="--resume relocates the main module next to the snapshot but not its relative "
-    "imports: 'snapshot needs module .../lib/h.harn which is not loaded'",
-)
 def test_snapshot_of_moved_project_with_local_import(tmp_path: Path) -> None:
     import shutil
 
