@@ -20,17 +20,21 @@ from harnpy.runtime.ops import values_equal
 from harnpy.stdlib._common import as_int
 from harnpy.stdlib.registry import builtin, method
 
-_wc_graphemes: Any
-try:  # wcwidth >= 0.3 ships a UAX #29 segmenter (a dependency of prompt-toolkit)
-    from wcwidth import iter_graphemes as _wc_graphemes
-except ImportError:  # pragma: no cover - old wcwidth
-    _wc_graphemes = None
+def _wc_graphemes() -> Any:
+    """wcwidth's UAX #29 segmenter (wcwidth >= 0.3), imported on first use (start-up)."""
+    try:
+        from wcwidth import iter_graphemes
+
+        return iter_graphemes
+    except ImportError:  # pragma: no cover - old wcwidth
+        return None
 
 
 def graphemes(s: str) -> list[str]:
     """Extended grapheme clusters of ``s`` (falls back to base char + combining marks)."""
-    if _wc_graphemes is not None:
-        return list(_wc_graphemes(s))
+    seg = None if (s.isascii() and "\r\n" not in s) else _wc_graphemes()
+    if seg is not None:
+        return list(seg(s))
     out: list[str] = []
     for ch in s:
         if out and (unicodedata.combining(ch) or ch in "\u200d\ufe0f"):
