@@ -1216,7 +1216,7 @@ def agent_suspend_denied(thread: Any, st: Any = None, begin: Any = None) -> Any:
             "Continue working.]",
         },
     )
-    return _with_transcript(thread.runtime, st, t, suspend_request=None)
+    return _with_transcript(thread.runtime, st, t, suspend_request=None, park_request=None)
 
 
 @builtin("__agent_park", control=True)

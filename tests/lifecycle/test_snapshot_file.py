@@ -1,0 +1,271 @@
+"""The worker snapshot file (lifecycle.md 3.6, 10; issue point 4): where it goes, what it
+holds, how it is written and validated, and what is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from harnpy.lifecycle.suspend import read_document
+from tests.conftest import harnpy
+from tests.lifecycle.conftest import PARK_ONCE, RunHarn, lines, load, snapshots
+
+
+def test_file_layout_and_envelope(run_harn: RunHarn, state_dir: Path) -> None:
+    out, _ = run_harn(
+        "pipeline main() {"
+        + PARK_ONCE
+        + """
+  const s = wait_agent(h)
+  println(s.snapshot_path)
+  println(s.suspension.snapshot_ref == s.snapshot_path)
+}
+"""
+    )
+    got = lines(out)
+    (snap,) = snapshots(state_dir)
+    assert got == [str(snap), "true"]
+    assert stat.S_IMODE(snap.stat().st_mode) == 0o600
+    assert [p.name for p in state_dir.iterdir()] == [snap.name]  # no temp file left
+    doc = load(snap)
+    assert doc["_type"] == "worker_snapshot"
+    assert doc["harnpy_snapshot_version"] == 1
+    assert doc["status"] == "suspended" and doc["mode"] == "sub_agent"
+    for key in (
+        "id name task created_at started_at finished_at awaiting_started_at history config "
+        "request latest_payload latest_error transcript artifacts parent_worker_id "
+        "parent_stage_id child_run_id child_run_path carry_policy execution snapshot_path "
+        "audit suspension"
+    ).split():
+        assert key in doc, key
+    assert doc["config"]["mode"] == "sub_agent"
+    assert set(doc["carry_policy"]) >= {
+        "artifact_mode",
+        "transcript_mode",
+        "context_policy",
+        "resume_workflow",
+        "persist_state",
+        "retriggerable",
+        "policy",
+    }
+    thread = doc["harnpy_thread"]
+    assert thread["_type"] == "harnpy_snapshot" and isinstance(thread["pending_slot"], int)
+    assert {m["key"] for m in thread["modules"]} >= {"std/agent/_loop"}
+    assert all(len(m["hash"]) == 64 for m in thread["modules"])
+    # the transcript is written once, at top level; the frames refer to it
+    text = json.dumps(thread)
+    assert '{"$ext": "transcript"}' in text
+    # no message is written inside the frames
+    assert '"role": "user"' not in text and '"role": "assistant"' not in text
+    assert "was not dispatched: awaiting_resumption" in json.dumps(doc["transcript"])
+    assert doc["transcript"]["messages"][0]["content"] == "Park until review."
+    assert "pickle" not in snap.read_text()
+    read_document(str(snap))  # validates
+
+
+def test_state_dir_override_and_read_only_fallback(
+    run_harn: RunHarn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    monkeypatch.setenv("HARN_WORKER_STATE_DIR", str(ro / "workers"))
+    try:
+        out, _ = run_harn(
+            "pipeline main() {"
+            + PARK_ONCE
+            + """
+  const s = wait_agent(h)
+  println(s.snapshot_path)
+  println(file_exists(s.snapshot_path))
+}
+"""
+        )
+    finally:
+        ro.chmod(0o755)
+    path, exists = lines(out)
+    assert exists == "true"
+    assert not path.startswith(str(ro))  # a per-user temporary directory instead
+    assert "harnpy-" in path and path.endswith(".json")
+    assert not (ro / "workers").exists()
+
+
+def test_a_value_that_is_not_data_fails_the_park_with_its_path(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+fn tools(r) {
+  return tool_define(tool_registry(), "roll", "roll", {parameters: {},
+    handler: { a -> return random_int(r, 1, 6) }})
+}
+pipeline main() {
+  const r = rng_seed(7)
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "x"}}]})
+  println(unwrap_err(try { agent_loop("t", nil, {provider: "mock", tools: tools(r)}) }))
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "x"}}]})
+  const h = sub_agent_run("t", {provider: "mock", background: true, tools: tools(r)})
+  println(unwrap_err(try { wait_agent(h) }))
+  println(wait_agent(h).status)
+}
+"""
+    )
+    got = lines(out)
+    # the park fails (in the snapshot-everywhere mode the turn boundary before it does),
+    # naming the variable: the closure's captured `r` in the loop state's tools or in the
+    # worker's config
+    for msg in got[:2]:
+        assert "cannot snapshot rng held at " in msg, msg
+        assert "tools[0].handler<<closure>>.r" in msg, msg
+        assert msg.endswith("it is a host object (open handle or client), not data")
+    assert got[2] == "failed"
+
+
+def test_over_4_mib_is_refused_naming_the_biggest_parts(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+fn tools() {
+  return tool_define(tool_registry(), "dump", "big", {parameters: {},
+    handler: { a -> return "x" * (5 * 1024 * 1024) }})
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "d", name: "dump", arguments: {}}]})
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "x"}}]})
+  const h = sub_agent_run("t", {provider: "mock", background: true, tools: tools()})
+  println(unwrap_err(try { wait_agent(h) }))
+}
+"""
+    )
+    (msg,) = lines(out)
+    assert "over the 4194304-byte (4 MiB) limit; largest parts: transcript (" in msg
+
+
+def test_load_checks_version_mode_and_source_hash(run_harn: RunHarn, state_dir: Path) -> None:
+    run_harn("pipeline main() {" + PARK_ONCE + " wait_agent(h) }")
+    (snap,) = snapshots(state_dir)
+    doc = load(snap)
+    variants = {
+        "v2": {**doc, "harnpy_snapshot_version": 2},
+        "codegen": {**doc, "harnpy_thread": {**doc["harnpy_thread"], "codegen_version": -1}},
+        "type": {**doc, "_type": "something_else"},
+        "mode": {**doc, "config": {**doc["config"], "mode": "bogus"}},
+        "hash": {
+            **doc,
+            "harnpy_thread": {
+                **doc["harnpy_thread"],
+                "modules": [
+                    {**m, "hash": "0" * 64} if m["key"] == "<test>" else m
+                    for m in doc["harnpy_thread"]["modules"]
+                ],
+            },
+        },
+    }
+    paths = {}
+    for name, variant in variants.items():
+        p = state_dir / f"{name}.json"
+        p.write_text(json.dumps(variant), encoding="utf-8")
+        paths[name] = p
+    out, _ = run_harn(
+        "pipeline main() {\n"
+        + "\n".join(f'  println(unwrap_err(try {{ resume_agent("{p}") }}))' for p in paths.values())
+        + "\n}"
+    )
+    got = lines(out)
+    assert all(x.startswith("HARN-SUS-004: resume_agent: failed to load snapshot") for x in got)
+    assert "format version 2" in got[0]
+    assert "codegen version" in got[1]
+    assert "not a worker snapshot" in got[2]
+    assert "missing a valid config mode" in got[3]
+    assert "changed since the snapshot was taken" in got[4]
+    # a refused resume leaves every file as it was
+    for name, p in paths.items():
+        assert json.loads(p.read_text()) == variants[name]
+
+
+PARK_SCRIPT = """
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "later"}}]})
+  llm_mock({text: "answer queued by the script"})
+  const r = agent_loop("t", nil, {provider: "mock", max_iterations: 3})
+  println(r.snapshot_path)
+}
+"""
+
+
+def _park(tmp_path: Path) -> Path:
+    (tmp_path / "p.harn").write_text(PARK_SCRIPT, encoding="utf-8")
+    first = harnpy("run", "p.harn", cwd=tmp_path, env={"HARN_WORKER_STATE_DIR": "state"})
+    assert first.returncode == 0, first.stderr
+    return tmp_path / first.stdout.strip()
+
+
+def _final(stdout: str) -> dict:
+    return json.loads(stdout.strip().split("\n")[-1])["data"]
+
+
+def test_mock_queue_travels_and_llm_mock_replaces_it(tmp_path: Path) -> None:
+    snap = _park(tmp_path)
+    doc = load(snap)
+    assert doc["llm_mock"]["queue"] == [{"text": "answer queued by the script"}]
+    original = snap.read_bytes()
+    env = {"HARN_WORKER_STATE_DIR": "state"}
+    r = harnpy("run", "--resume", str(snap), "--json", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert _final(r.stdout)["value"]["result"]["summary"] == "answer queued by the script"
+    snap.write_bytes(original)
+    (tmp_path / "m.jsonl").write_text(json.dumps({"text": "answer from --llm-mock"}) + "\n")
+    r = harnpy(
+        "run", "--resume", str(snap), "--llm-mock", "m.jsonl", "--json", cwd=tmp_path, env=env
+    )
+    assert r.returncode == 0, r.stderr
+    assert _final(r.stdout)["value"]["result"]["summary"] == "answer from --llm-mock"
+
+
+def test_a_failed_resume_leaves_the_snapshot_untouched(tmp_path: Path) -> None:
+    snap = _park(tmp_path)
+    before = snap.read_bytes()
+    mtime = snap.stat().st_mtime_ns
+    (tmp_path / "p.harn").write_text(PARK_SCRIPT + "\n// edited\n", encoding="utf-8")
+    r = harnpy("run", "--resume", str(snap), cwd=tmp_path, env={"HARN_WORKER_STATE_DIR": "state"})
+    assert r.returncode == 1
+    assert "HARN-SUS-004" in r.stderr and "changed since the snapshot was taken" in r.stderr
+    assert snap.read_bytes() == before
+    assert snap.stat().st_mtime_ns == mtime
+    # with the source back, the same file resumes
+    (tmp_path / "p.harn").write_text(PARK_SCRIPT, encoding="utf-8")
+    r = harnpy("run", "--resume", str(snap), cwd=tmp_path, env={"HARN_WORKER_STATE_DIR": "state"})
+    assert r.returncode == 0, r.stderr
+
+
+def test_resume_target_forms(tmp_path: Path) -> None:
+    snap = _park(tmp_path)
+    wid = snap.stem
+    env = {"HARN_WORKER_STATE_DIR": str(tmp_path / "state")}
+    original = snap.read_bytes()
+    # relative to the working directory
+    rel = os.path.relpath(snap, tmp_path)
+    assert harnpy("run", "--resume", rel, cwd=tmp_path, env=env).returncode == 0
+    snap.write_bytes(original)
+    # a bare worker id under the state dir
+    r = harnpy("run", "--resume", wid, cwd=tmp_path / "state", env=env)
+    assert r.returncode == 0, r.stderr
+    # a missing file: nothing to resume (usage error, like a broken program snapshot)
+    r = harnpy("run", "--resume", "nope.json", "--json", cwd=tmp_path, env=env)
+    assert r.returncode == 2
+    err = json.loads(r.stdout.strip().split("\n")[-1])["data"]
+    assert err["event_type"] == "error" and "No such file" in err["error"]["message"]
+
+
+def test_plain_program_snapshots_still_resume(tmp_path: Path) -> None:
+    prog = tmp_path / "s.harn"
+    prog.write_text(
+        'pipeline main() {\n  println("a")\n  __snapshot_exit("s.json")\n  println("b")\n}\n'
+    )
+    assert harnpy("run", str(prog), cwd=tmp_path).stdout == "a\n"
+    r = harnpy("run", "--resume", "s.json", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(x)["data"] for x in r.stdout.strip().split("\n")]
+    assert events[0] == {"seq": 1, "event_type": "stdout", "payload": "b\n"}
+    assert events[-1]["event_type"] == "result" and events[-1]["exit_code"] == 0
