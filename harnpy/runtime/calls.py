@@ -172,12 +172,12 @@ def push_native(f: Frame | NativeFrame, builtin: Builtin, gen: Any, target: int,
 def resume_native(nf: NativeFrame) -> int:
     """Advance a native frame: send it the pending result, act on what it yields next."""
     try:
-        if nf.pending_exc is not None:
+        if nf.pending_exc is None and nf.started:
+            req = nf.gen.send(nf.pending)
+        elif nf.pending_exc is not None:
             exc = nf.pending_exc
             nf.pending_exc = None
             req = nf.gen.throw(exc)
-        elif nf.started:
-            req = nf.gen.send(nf.pending)
         else:
             nf.started = True
             req = next(nf.gen)
@@ -185,7 +185,29 @@ def resume_native(nf: NativeFrame) -> int:
         return finish_frame(nf, stop.value)
     nf.pending = None
     if type(req) is CallRequest:
-        return call_from_native(nf, req.fn, req.args)
+        callee = req.fn
+        if type(callee) is Closure:
+            # Fast path of call_from_native for the common plain closure callback.
+            code = callee.code
+            args = req.args
+            if (
+                code.simple
+                and not code.is_generator
+                and len(args) == code.nparams
+                and callee.bound_self is None
+            ):
+                th = nf.thread
+                if th.depth >= th.max_depth:
+                    raise stack_overflow()
+                slots = args + callee.captures
+                if code.nslots > len(slots):
+                    slots.extend([None] * (code.nslots - len(slots)))
+                fr = Frame(code, slots, th)
+                th.depth += 1
+                fr.parent = nf
+                th.frame = fr
+                return SWITCH
+        return call_from_native(nf, callee, req.args)
     handler = getattr(req, "handle", None)
     if handler is not None:
         return int(handler(nf))
