@@ -419,6 +419,8 @@ def spawn_agent(thread: Any, *args: Any) -> Any:
     ``max_iterations``), optional ``name`` (default ``"worker"``), ``wait``, ``options``,
     ``tools`` (tool-name capability ceiling, not empty), ``policy``, ``carry``,
     ``execution``, ``audit``. Workflow workers (``graph``) are not supported.
+    ``options.resume_when`` (ResumeConditions) is validated (``HARN-SUS-002``) and kept in
+    the worker's config; the worker does not start parked (lifecycle.md 13 Q15).
     """
     require_instruction_call(thread, "spawn_agent")
     args = strip_harness(args)
@@ -443,8 +445,14 @@ def spawn_agent(thread: Any, *args: Any) -> Any:
     options = {**{k: v for k, v in node.items() if k not in ("system", "options")}}
     if type(node.get("options")) is dict:
         options.update(node["options"])
+    resume_when = None
     if type(config.get("options")) is dict:
         options.update({k: v for k, v in config["options"].items() if k != "resume_when"})
+        if config["options"].get("resume_when") is not None:
+            from harnpy.lifecycle.resume_conditions import parse
+
+            # validated and stored, never armed (lifecycle.md 13 Q15): HARN-SUS-002
+            resume_when = parse(config["options"]["resume_when"])
     if config.get("policy") is not None:
         options["policy"] = config["policy"]
     options = _loop_options(options, tools_ceiling)
@@ -465,7 +473,7 @@ def spawn_agent(thread: Any, *args: Any) -> Any:
         carry=_carry(config.get("carry"), "spawn_agent"),
         execution=config.get("execution"),
         audit=config.get("audit"),
-        config_extra={"node": node},
+        config_extra={"node": node, "resume_when": resume_when},
     )
     if config.get("wait"):
         _wait_one(thread, rec)

@@ -33,12 +33,16 @@ def test_sus_002_invalid_conditions_name_the_field(run_harn: RunHarn) -> None:
 pipeline main() {
   println(unwrap_err(try { parse_resume_conditions({timeout: {duration_minutes: -1}}) }))
   println(unwrap_err(try { agent_await_resumption("r", {on_event: 5}) }))
+  // spawn_agent validates options.resume_when (stored, not armed: 13 Q15)
+  println(unwrap_err(try { spawn_agent({task: "t", node: {provider: "mock"},
+    options: {resume_when: {timeout: 3}}}) }))
 }
 """
     )
     assert lines(out) == [
         "HARN-SUS-002: invalid ResumeConditions.timeout.duration_minutes: must be a positive int",
         "HARN-SUS-002: invalid ResumeConditions.on_event: expected string or nil, got int",
+        "HARN-SUS-002: invalid ResumeConditions.timeout: expected dict or nil, got int",
     ]
 
 
