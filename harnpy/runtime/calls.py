@@ -94,6 +94,38 @@ def closure_slots(callee: Closure, args: list[Any]) -> list[Any]:
     return bind_args(code, list(args), callee.captures, code.name)
 
 
+def fast_function(f: Any) -> Any:
+    """A direct Python callable ``call(thread, *args)`` for a closure whose body is a single
+    call-free expression (``{ x -> x * 2 }``), or None.
+
+    Callback builtins use it to evaluate such callbacks without a frame switch per item;
+    the expression cannot suspend, so nothing snapshot-worthy happens inside it.
+    """
+    if type(f) is not Closure:
+        return None
+    fast = f.fast
+    if fast is not None:
+        return fast
+    code = f.code
+    ev = code.pure_ev
+    if ev is None or f.bound_self is not None:
+        return None
+    caps = f.captures
+    n = code.nparams
+    tail = [None] * (code.nslots - n - len(caps))
+    fr = Frame(code, [], None)
+
+    def call(thread: Any, *args: Any) -> Any:
+        if len(args) != n:
+            args = (args + (None,) * n)[:n]
+        fr.slots = [*args, *caps, *tail]
+        fr.thread = thread
+        return ev(fr)
+
+    f.fast = call
+    return call
+
+
 # -------------------------------------------------------------------- calls
 
 

@@ -104,6 +104,7 @@ class CodeObject:
         "defer_slot",
         "defer_discard",
         "defer_trampoline",
+        "pure_ev",
     )
 
     def __init__(self, id: int, name: str, module: Any) -> None:
@@ -129,6 +130,9 @@ class CodeObject:
         self.defer_slot: int | None = None
         self.defer_discard = -1
         self.defer_trampoline = -1
+        #: For a closure whose body is one call-free expression: that expression's ev, so
+        #: callback builtins (``map``, ``filter``...) may evaluate it without a frame switch.
+        self.pure_ev: Any = None
 
     def line_at(self, pc: int) -> tuple[int, int]:
         """Source ``(line, col)`` of instruction ``pc`` (clamped into range)."""

@@ -398,7 +398,19 @@ class Compiler:
             b.declares_fns = declares_nested_fns(node.body)
             self._prologue(params)
             code.simple = not (code.has_defaults or code.rest or code.param_checks)
-            result = self.block_stmts(list(node.body.body), want_value=is_closure)
+            body = list(node.body.body)
+            if (
+                is_closure
+                and code.simple
+                and not code.is_generator
+                and len(body) == 1
+                and type(body[0]) is A.ExprStmt
+                and not self.suspends(body[0].value)
+            ):
+                mark = b.mark()
+                code.pure_ev = self.expr(body[0].value)
+                del b.ir[mark:]  # a call-free expression emits nothing; be safe anyway
+            result = self.block_stmts(body, want_value=is_closure)
             b.span = node.body.span
             b.emit(I.op_return, result or _const(None), nxt=False)
             return self._finish(b)

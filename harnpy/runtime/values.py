@@ -221,13 +221,15 @@ class Closure:
     the body reads. ``bound_self`` is set for ``impl`` methods fetched from an instance.
     """
 
-    __slots__ = ("code", "captures", "module", "bound_self")
+    __slots__ = ("code", "captures", "module", "bound_self", "fast")
 
     def __init__(self, code: CodeObject, captures: list[Any], module: Any, bound_self: Any = None):
         self.code = code
         self.captures = captures
         self.module = module
         self.bound_self = bound_self
+        #: Cached direct-call function for pure expression closures (not snapshot data).
+        self.fast: Any = None
 
     @property
     def name(self) -> str:

@@ -259,7 +259,7 @@ def len_(thread: Any, v: Any = None) -> int:
     if t is IterValue and v.memo is not None:
         from harnpy.stdlib.iters import force_sequence
 
-        return len(thread.drive_sync(force_sequence(v), "len"))
+        return len(thread.drive_sync(force_sequence(v, thread), "len"))
     return 0
 
 

@@ -27,6 +27,7 @@ import itertools
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+from harnpy.runtime.calls import fast_function
 from harnpy.runtime.errors import type_error
 from harnpy.runtime.ops import compare, truthy, values_equal
 from harnpy.runtime.values import (
@@ -126,7 +127,7 @@ def _drain_source(it: IterValue) -> Iterator[Any]:
 # ------------------------------------------------------------------------------ pulling
 
 
-def iter_pull(it: IterValue) -> Gen:
+def iter_pull(it: IterValue, thread: Any = None) -> Gen:
     """Next item of ``it``: ``(True, value)`` or ``(False, None)`` at the end.
 
     A generator: it yields :class:`CallRequest` s for stage functions (and generator
@@ -147,49 +148,56 @@ def iter_pull(it: IterValue) -> Gen:
         it.exhausted = True
         return _END
     kind, state = it.stages[0]
-    res = yield from _STAGE_PULL[kind](it.origin, state)
+    res = yield from _STAGE_PULL[kind](it.origin, state, thread)
     if not res[0]:
         it.exhausted = True
     return res
 
 
-def pull_all(it: IterValue) -> Gen:
+def pull_all(it: IterValue, thread: Any = None) -> Gen:
     """All remaining items of ``it`` as a list (callback generator, see :func:`iter_pull`)."""
     if it.source is not None:
         return list(_drain_source(it))
     out: list[Any] = []
     while True:
-        ok, v = yield from iter_pull(it)
+        ok, v = yield from iter_pull(it, thread)
         if not ok:
             return out
         out.append(v)
 
 
-def _pull_map(up: IterValue, st: dict[str, Any]) -> Gen:
-    ok, v = yield from iter_pull(up)
+def _pull_map(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
+    ok, v = yield from iter_pull(up, thread)
     if not ok:
         return _END
+    fast = fast_function(st["f"])
+    if fast is not None:
+        return (True, fast(thread, v))
     return (True, (yield CallRequest(st["f"], [v])))
 
 
-def _pull_filter(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_filter(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
+    fast = fast_function(st["f"])
     while True:
-        ok, v = yield from iter_pull(up)
+        ok, v = yield from iter_pull(up, thread)
         if not ok:
             return _END
-        if truthy((yield CallRequest(st["f"], [v]))):
+        if fast is not None:
+            if truthy(fast(thread, v)):
+                return (True, v)
+        elif truthy((yield CallRequest(st["f"], [v]))):
             return (True, v)
 
 
-def _pull_flat_map(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_flat_map(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     while True:
         cur = st["cur"]
         if cur is not None:
-            ok, v = yield from iter_pull(cur)
+            ok, v = yield from iter_pull(cur, thread)
             if ok:
                 return (True, v)
             st["cur"] = None
-        ok, v = yield from iter_pull(up)
+        ok, v = yield from iter_pull(up, thread)
         if not ok:
             return _END
         r = yield CallRequest(st["f"], [v])
@@ -199,40 +207,40 @@ def _pull_flat_map(up: IterValue, st: dict[str, Any]) -> Gen:
             return (True, r)
 
 
-def _pull_take(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_take(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     if st["n"] <= 0:
         return _END
-    ok, v = yield from iter_pull(up)
+    ok, v = yield from iter_pull(up, thread)
     if not ok:
         return _END
     st["n"] -= 1
     return (True, v)
 
 
-def _pull_skip(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_skip(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     while st["n"] > 0:
-        ok, _ = yield from iter_pull(up)
+        ok, _ = yield from iter_pull(up, thread)
         if not ok:
             return _END
         st["n"] -= 1
-    return (yield from iter_pull(up))
+    return (yield from iter_pull(up, thread))
 
 
-def _pull_take_while(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_take_while(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     if st["stopped"]:
         return _END
-    ok, v = yield from iter_pull(up)
+    ok, v = yield from iter_pull(up, thread)
     if ok and truthy((yield CallRequest(st["f"], [v]))):
         return (True, v)
     st["stopped"] = True
     return _END
 
 
-def _pull_skip_while(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_skip_while(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     if st["primed"]:
-        return (yield from iter_pull(up))
+        return (yield from iter_pull(up, thread))
     while True:
-        ok, v = yield from iter_pull(up)
+        ok, v = yield from iter_pull(up, thread)
         if not ok:
             return _END
         if not truthy((yield CallRequest(st["f"], [v]))):
@@ -240,18 +248,18 @@ def _pull_skip_while(up: IterValue, st: dict[str, Any]) -> Gen:
             return (True, v)
 
 
-def _pull_zip(up: IterValue, st: dict[str, Any]) -> Gen:
-    ok, a = yield from iter_pull(up)
+def _pull_zip(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
+    ok, a = yield from iter_pull(up, thread)
     if not ok:
         return _END
-    ok, b = yield from iter_pull(st["other"])
+    ok, b = yield from iter_pull(st["other"], thread)
     if not ok:
         return _END
     return (True, Pair(a, b))
 
 
-def _pull_enumerate(up: IterValue, st: dict[str, Any]) -> Gen:
-    ok, v = yield from iter_pull(up)
+def _pull_enumerate(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
+    ok, v = yield from iter_pull(up, thread)
     if not ok:
         return _END
     i = st["i"]
@@ -259,36 +267,36 @@ def _pull_enumerate(up: IterValue, st: dict[str, Any]) -> Gen:
     return (True, Pair(i, v))
 
 
-def _pull_chain(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_chain(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     if st["on_first"]:
-        ok, v = yield from iter_pull(up)
+        ok, v = yield from iter_pull(up, thread)
         if ok:
             return (True, v)
         st["on_first"] = False
-    return (yield from iter_pull(st["other"]))
+    return (yield from iter_pull(st["other"], thread))
 
 
-def _pull_chunks(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_chunks(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     buf: list[Any] = []
     while len(buf) < st["n"]:
-        ok, v = yield from iter_pull(up)
+        ok, v = yield from iter_pull(up, thread)
         if not ok:
             break
         buf.append(v)
     return (True, buf) if buf else _END
 
 
-def _pull_windows(up: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_windows(up: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     buf: list[Any] = st["buf"]
     if not st["started"]:
         while len(buf) < st["n"]:
-            ok, v = yield from iter_pull(up)
+            ok, v = yield from iter_pull(up, thread)
             if not ok:
                 return _END
             buf.append(v)
         st["started"] = True
         return (True, list(buf))
-    ok, v = yield from iter_pull(up)
+    ok, v = yield from iter_pull(up, thread)
     if not ok:
         return _END
     buf.pop(0)
@@ -296,7 +304,7 @@ def _pull_windows(up: IterValue, st: dict[str, Any]) -> Gen:
     return (True, list(buf))
 
 
-_STAGE_PULL: dict[str, Callable[[IterValue, dict[str, Any]], Gen]] = {
+_STAGE_PULL: dict[str, Callable[..., Gen]] = {
     "map": _pull_map,
     "filter": _pull_filter,
     "flat_map": _pull_flat_map,
@@ -371,7 +379,7 @@ def to_list(thread: Any, v: Any = None) -> Gen:
     if t is RangeValue:
         return list(v.py_range())
     if t is IterValue:
-        return (yield from pull_all(make_iter(v)))
+        return (yield from pull_all(make_iter(v), thread))
     return [v]
 
 
@@ -594,13 +602,13 @@ def iter__windows(thread: Any, v: Any, n: Any = None) -> IterValue:
 @method("iter", callback=True)
 def iter__to_list(thread: Any, it: IterValue) -> Gen:
     """``it.to_list()``: the remaining items as a list (drains the iter)."""
-    return (yield from pull_all(it))
+    return (yield from pull_all(it, thread))
 
 
 @method("iter", callback=True)
 def iter__to_set(thread: Any, it: IterValue) -> Gen:
     """``it.to_set()``: the remaining items as a set."""
-    return make_set((yield from pull_all(it)))
+    return make_set((yield from pull_all(it, thread)))
 
 
 @method("iter", "to_dict", callback=True)
@@ -609,7 +617,7 @@ def iter__to_dict(thread: Any, v: Any) -> Gen:
 
     Raises a type error for a non-pair item or a non-string key."""
     out: dict[str, Any] = {}
-    for item in (yield from pull_all(make_iter(v))):
+    for item in (yield from pull_all(make_iter(v), thread)):
         if type(item) is not Pair:
             raise type_error(f"iter.to_dict: expected pair, got {type_name(item)}")
         if type(item.first) is not str:
@@ -624,7 +632,7 @@ def iter__count(thread: Any, it: IterValue) -> Gen:
     if it.source is not None:
         return sum(1 for _ in _drain_source(it))
     n = 0
-    while (yield from iter_pull(it))[0]:
+    while (yield from iter_pull(it, thread))[0]:
         n += 1
     return n
 
@@ -637,7 +645,7 @@ def iter__sum(thread: Any, it: IterValue) -> Gen:
     total_i = 0
     total_f = 0.0
     has_float = False
-    for x in (yield from pull_all(it)):
+    for x in (yield from pull_all(it, thread)):
         t = type(x)
         if t is int:
             total_i += x
@@ -660,13 +668,13 @@ def _extreme(items: list[Any], sign: int) -> Any:
 @method("iter", callback=True)
 def iter__min(thread: Any, it: IterValue) -> Gen:
     """``it.min()``: first smallest item (3.5 ordering), nil when empty."""
-    return _extreme((yield from pull_all(it)), -1)
+    return _extreme((yield from pull_all(it, thread)), -1)
 
 
 @method("iter", callback=True)
 def iter__max(thread: Any, it: IterValue) -> Gen:
     """``it.max()``: first largest item (3.5 ordering), nil when empty."""
-    return _extreme((yield from pull_all(it)), 1)
+    return _extreme((yield from pull_all(it, thread)), 1)
 
 
 @method(_BOTH, "reduce", callback=True)
@@ -676,7 +684,7 @@ def iter__reduce(thread: Any, v: Any, init: Any = None, f: Any = None) -> Gen:
     it = make_iter(v)
     acc = init
     while True:
-        ok, x = yield from iter_pull(it)
+        ok, x = yield from iter_pull(it, thread)
         if not ok:
             return acc
         acc = yield CallRequest(f, [acc, x])
@@ -685,13 +693,13 @@ def iter__reduce(thread: Any, v: Any, init: Any = None, f: Any = None) -> Gen:
 @method("iter", callback=True)
 def iter__first(thread: Any, it: IterValue) -> Gen:
     """``it.first()``: the next item, nil at the end."""
-    return (yield from iter_pull(it))[1]
+    return (yield from iter_pull(it, thread))[1]
 
 
 @method("iter", callback=True)
 def iter__last(thread: Any, it: IterValue) -> Gen:
     """``it.last()``: the final item (drains the iter), nil when empty."""
-    items = yield from pull_all(it)
+    items = yield from pull_all(it, thread)
     return items[-1] if items else None
 
 
@@ -701,7 +709,7 @@ def iter__any(thread: Any, v: Any, f: Any = None) -> Gen:
     _need_callable("any", f)
     it = make_iter(v)
     while True:
-        ok, x = yield from iter_pull(it)
+        ok, x = yield from iter_pull(it, thread)
         if not ok:
             return False
         if truthy((yield CallRequest(f, [x]))):
@@ -714,7 +722,7 @@ def iter__all(thread: Any, v: Any, f: Any = None) -> Gen:
     _need_callable("all", f)
     it = make_iter(v)
     while True:
-        ok, x = yield from iter_pull(it)
+        ok, x = yield from iter_pull(it, thread)
         if not ok:
             return True
         if not truthy((yield CallRequest(f, [x]))):
@@ -727,7 +735,7 @@ def iter__find(thread: Any, v: Any, f: Any = None) -> Gen:
     _need_callable("find", f)
     it = make_iter(v)
     while True:
-        ok, x = yield from iter_pull(it)
+        ok, x = yield from iter_pull(it, thread)
         if not ok:
             return None
         if truthy((yield CallRequest(f, [x]))):
@@ -740,7 +748,7 @@ def iter__for_each(thread: Any, v: Any, f: Any = None) -> Gen:
     _need_callable("for_each", f)
     it = make_iter(v)
     while True:
-        ok, x = yield from iter_pull(it)
+        ok, x = yield from iter_pull(it, thread)
         if not ok:
             return None
         yield CallRequest(f, [x])
@@ -750,7 +758,7 @@ def iter__for_each(thread: Any, v: Any, f: Any = None) -> Gen:
 def iter__next(thread: Any, it: IterValue) -> Gen:
     """``it.next()``: ``{done: false, value: x}`` for the next item, then
     ``{done: true, value: nil}`` (the generator protocol of 3.15)."""
-    ok, v = yield from iter_pull(it)
+    ok, v = yield from iter_pull(it, thread)
     return {"done": not ok, "value": v}
 
 
@@ -758,7 +766,7 @@ def iter__next(thread: Any, it: IterValue) -> Gen:
 def iter__contains(thread: Any, it: IterValue, x: Any = None) -> Gen:
     """``it.contains(x)``: some remaining item ``== x`` (stops at the first)."""
     while True:
-        ok, v = yield from iter_pull(it)
+        ok, v = yield from iter_pull(it, thread)
         if not ok:
             return False
         if values_equal(v, x):
@@ -793,7 +801,7 @@ def sequence_cursor(seq: IterValue) -> IterValue:
     return _staged(seq, "memo", pos=0)
 
 
-def _pull_memo(seq: IterValue, st: dict[str, Any]) -> Gen:
+def _pull_memo(seq: IterValue, st: dict[str, Any], thread: Any = None) -> Gen:
     memo = seq.memo
     assert memo is not None
     pos = st["pos"]
@@ -802,7 +810,7 @@ def _pull_memo(seq: IterValue, st: dict[str, Any]) -> Gen:
         return (True, memo[pos])
     if seq.exhausted:
         return _END
-    ok, v = yield from iter_pull(seq.origin)
+    ok, v = yield from iter_pull(seq.origin, thread)
     if not ok:
         seq.exhausted = True
         return _END
@@ -814,12 +822,12 @@ def _pull_memo(seq: IterValue, st: dict[str, Any]) -> Gen:
 _STAGE_PULL["memo"] = _pull_memo
 
 
-def force_sequence(seq: IterValue) -> Gen:
+def force_sequence(seq: IterValue, thread: Any = None) -> Gen:
     """All items of a lazy sequence as a new list (computing the missing ones)."""
     memo = seq.memo
     assert memo is not None
     while not seq.exhausted:
-        ok, v = yield from iter_pull(seq.origin)
+        ok, v = yield from iter_pull(seq.origin, thread)
         if not ok:
             seq.exhausted = True
             break
@@ -839,7 +847,7 @@ def sequence_method(thread: Any, seq: IterValue, name: str, args: list[Any]) -> 
         if name in LAZY_COMBINATORS and type(result) is IterValue:
             return make_sequence(result)
         return result
-    items = yield from force_sequence(seq)
+    items = yield from force_sequence(seq, thread)
     return (yield CallRequest(BoundMethod(items, name), list(args)))
 
 

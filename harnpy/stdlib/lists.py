@@ -13,6 +13,7 @@ import functools
 from collections.abc import Generator
 from typing import Any
 
+from harnpy.runtime.calls import fast_function
 from harnpy.runtime.display import display
 from harnpy.runtime.ops import compare, truthy, values_equal
 from harnpy.runtime.values import CallRequest, HSet, RangeValue, wrap_i64
@@ -112,6 +113,9 @@ def list__map(thread: Any, xs: list[Any], f: Any = None) -> Gen:
     """``xs.map(f)``: list of ``f(x)`` (nil when ``f`` is not callable)."""
     if not is_callable(f):
         return None
+    fast = fast_function(f)
+    if fast is not None:
+        return [fast(thread, x) for x in xs]
     out = []
     for x in xs:
         out.append((yield CallRequest(f, [x])))
@@ -123,6 +127,9 @@ def list__filter(thread: Any, xs: list[Any], f: Any = None) -> Gen:
     """``xs.filter(f)``: items where ``f(x)`` is truthy."""
     if not is_callable(f):
         return None
+    fast = fast_function(f)
+    if fast is not None:
+        return [x for x in xs if truthy(fast(thread, x))]
     out = []
     for x in xs:
         if truthy((yield CallRequest(f, [x]))):
@@ -152,6 +159,11 @@ def list__reduce(thread: Any, xs: list[Any], init: Any = None, f: Any = None) ->
     if not is_callable(f):
         return None
     acc = init
+    fast = fast_function(f)
+    if fast is not None:
+        for x in xs:
+            acc = fast(thread, acc, x)
+        return acc
     for x in xs:
         acc = yield CallRequest(f, [acc, x])
     return acc

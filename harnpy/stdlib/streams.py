@@ -118,7 +118,7 @@ class _IterNode(_Node):
     def pull(self, thread: Any) -> Gen:
         from harnpy.stdlib.iters import iter_pull
 
-        r = yield from iter_pull(self.it)
+        r = yield from iter_pull(self.it, thread)
         if not r[0]:
             self.done = True
         return r
