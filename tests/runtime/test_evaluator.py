@@ -123,3 +123,25 @@ def test_cli_passes_script_arguments(tmp_path) -> None:  # type: ignore[no-untyp
     assert res.returncode == 0 and res.stdout == "[a, b c]\n"
     res = harnpy("run", "-e", "println(1 + 2)")
     assert res.stdout == "3\n"
+
+
+def test_expression_callbacks_keep_their_semantics() -> None:
+    # `{ x -> ... }` bodies without calls run without a frame switch; output, captured
+    # values, errors and laziness must be exactly as for ordinary callbacks.
+    src = """
+fn main() {
+  let k = 10
+  println([1, 2, 3].map({ x -> x * k }))
+  println([1, 2, 3, 4].filter({ x -> x % 2 == 0 }))
+  println([1, 2, 3].reduce(0, { acc, x -> acc + x * k }))
+  let r = try { [1, 0].map({ x -> 10 / x }) }
+  println(r)
+  println((1 to 1000000).map({ x -> x * 2 }).take(3).to_list())
+  let s = spawn { [5].map({ x -> "${x}!" }) }
+  println(await(s))
+}
+main()
+"""
+    assert run(src) == (
+        "[10, 20, 30]\n[2, 4]\n60\nResult.Err(Division by zero)\n[2, 4, 6]\n[5!]\n"
+    )
