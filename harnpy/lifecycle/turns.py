@@ -111,14 +111,24 @@ def yield_with(thread: Any, value: Any, describe: str) -> None:
 @builtin("__turn_boundary", control=True)
 def turn_boundary(thread: Any, st: Any = None) -> Any:
     """``__turn_boundary(st)``: the end of an agent turn (module docstring). Returns ``st``
-    (with ``suspend_request`` set when the worker was asked to suspend)."""
+    (with ``suspend_request`` set when the worker was asked to suspend, and the transcript
+    line ``Worker suspended before the next turn: <reason>``)."""
     rt = thread.runtime
     wid = getattr(thread, "worker_id", None)
     if wid is not None and type(st) is dict:
         rec = services(rt).workers.get(wid)
         if rec is not None and rec.suspend_request is not None:
-            st = {**st, "suspend_request": rec.suspend_request}
+            req = rec.suspend_request
+            st = {**st, "suspend_request": req}
             rec.suspend_request = None
+            if not st.get("finished") and type(st.get("transcript")) is dict:
+                # lifecycle.md 2.3: the loop records why it stops before the next turn
+                from harnpy.lifecycle.agents import _with_transcript
+                from harnpy.lifecycle.transcript import append_message
+
+                line = f"Worker suspended before the next turn: {req.get('reason') or ''}"
+                t = append_message(st["transcript"], {"role": "user", "content": line})
+                st = _with_transcript(rt, st, t)
     if snapshot_everywhere():
         roundtrip_thread(thread)
     yield_with(thread, st, "turn boundary")

@@ -270,3 +270,28 @@ def test_suspension_and_resume_spans(run_harn: RunHarn) -> None:
         "resume [continue_transcript, had_resume_input, handle, initiator] parent=nil "
         "links=[suspension]",
     ]
+
+
+def test_suspend_agent_records_the_transcript_line(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        SLOW_WORKER
+        + """
+pipeline main() {
+  llm_mock({tool_calls: [{id: "s", name: "slow", arguments: {}}]})
+  llm_mock({text: "continued"})
+  const h = sub_agent_run("t", {provider: "mock", background: true, tools: tools()})
+  suspend_agent(h, "operator pause")
+  const s = wait_agent(h)
+  println(s.result.initiator + " " + s.result.reason + " " + to_string(s.result.iterations_completed))
+  const msgs = transcript_messages(s.transcript)
+  println(msgs[len(msgs) - 1].content)
+  resume_agent(h)
+  println(wait_agent(h).status)
+}
+"""
+    )
+    assert lines(out) == [
+        "operator operator pause 1",
+        "Worker suspended before the next turn: operator pause",
+        "completed",
+    ]
