@@ -208,7 +208,14 @@ def _env_resume_options() -> dict[str, Any]:
 
 def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     """``run --resume <worker snapshot>`` (module docstring); returns 0 / 1 / 3."""
-    from harnpy.cli import EXIT_OK, EXIT_PARKED, EXIT_RUNTIME, _configure_llm, flush_stdout
+    from harnpy.cli import (
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_PARKED,
+        EXIT_RUNTIME,
+        _configure_llm,
+        flush_stdout,
+    )
     from harnpy.lifecycle.suspend import (
         SnapshotLoadError,
         canonical_snapshot,
@@ -216,7 +223,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         read_document,
         resume_from_cli,
     )
-    from harnpy.runtime.errors import HarnError
+    from harnpy.runtime.errors import HarnError, HarnInterrupt
     from harnpy.runtime.runtime import Runtime
     from harnpy.stdlib.jsonlib import to_json_data
 
@@ -245,6 +252,10 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     except HarnError as e:
         diag = e.message.split(":", 1)[0] if e.message.startswith("HARN-") else e.code
         return fail(diag, e.message)
+    except (KeyboardInterrupt, HarnInterrupt):
+        flush_stdout()
+        sys.stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
     flush_stdout()
     summary = rec.summary()
     if not settled:
