@@ -64,9 +64,9 @@ def parse_resume_conditions_(thread: Any, *args: Any) -> Any:
 
 
 def _claim_builtin(name: str, fn: Any) -> None:
-    """Register ``fn`` as builtin ``name``, replacing an earlier registration of the same
-    name (the agents layer registered a minimal validator under this name before the shared
-    trigger-spec parser existed; this module is imported after it)."""
+    """Register ``fn`` as builtin ``name`` (the only ``parse_resume_conditions``: the agent
+    loop and ``agent_await_resumption`` validate through the same parser, see
+    :mod:`harnpy.lifecycle.resume_conditions`)."""
     from harnpy.runtime.values import Builtin
 
     BUILTINS[name] = Builtin(name, fn, max_args=None, doc=fn.__doc__ or "")
