@@ -173,3 +173,37 @@ def test_snapshot_of_moved_project_with_local_import(tmp_path: Path) -> None:
     p = harnpy("run", "--resume", str(moved / "s.json"), cwd=str(REPO))
     assert p.returncode == 0, p.stderr
     assert p.stdout == "20\n30\n"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="iter/range combinators called with extra arguments raise a Python TypeError "
+    "(E999 internal error, not catchable); Harn ignores extra arguments (spec 3.11)",
+)
+def test_iter_method_with_extra_arguments() -> None:
+    p = harnpy(
+        "run",
+        "-e",
+        "let r = try { iter([1, 2]).map({ x -> x }, 2).to_list() }\n"
+        "println(type_of(r))\n"
+        "let q = try { (1 to 3).enumerate(1) }\n"
+        "println(type_of(q))\n",
+    )
+    no_traceback(p)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "enum\nenum\n"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="len()/count()/index of a range longer than sys.maxsize raises Python "
+    "OverflowError (E999 internal error, not catchable)",
+)
+def test_len_of_huge_range() -> None:
+    p = harnpy(
+        "run",
+        "-e",
+        "let r = try { len(0 to 9223372036854775807) }\nprintln(type_of(r))\n",
+    )
+    no_traceback(p)
+    assert p.returncode == 0, p.stderr
