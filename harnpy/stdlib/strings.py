@@ -20,6 +20,7 @@ from harnpy.runtime.ops import values_equal
 from harnpy.stdlib._common import as_int
 from harnpy.stdlib.registry import builtin, method
 
+
 def _wc_graphemes() -> Any:
     """wcwidth's UAX #29 segmenter (wcwidth >= 0.3), imported on first use (start-up)."""
     try:

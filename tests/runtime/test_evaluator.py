@@ -142,6 +142,4 @@ fn main() {
 }
 main()
 """
-    assert run(src) == (
-        "[10, 20, 30]\n[2, 4]\n60\nResult.Err(Division by zero)\n[2, 4, 6]\n[5!]\n"
-    )
+    assert run(src) == ("[10, 20, 30]\n[2, 4]\n60\nResult.Err(Division by zero)\n[2, 4, 6]\n[5!]\n")
