@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     # display of deeply nested values recurse; CPython 3.11 runs Python-to-Python calls
     # without growing the C stack, so a higher limit is safe.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 30_000))
+    # harnpy uses no pydantic plugins; looking them up imports importlib.metadata and scans
+    # every installed distribution (~12 ms at start-up) the first time a model is built.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         return _dispatch(argv)
     except BrokenPipeError:
