@@ -547,12 +547,19 @@ class Compiler:
                 b.emit(I.op_eval, ev)
                 return
             self._check_redeclare(pat.name, mutable, pat.span)
+            tmp = getattr(ev, "_temp_slot", None)
             if b.at_module_top():
-                b.emit(I.op_store_global, self.ctx.module.globals, pat.name, ev)
+                if tmp is not None:
+                    b.emit(_op_move_global, self.ctx.module.globals, pat.name, tmp)
+                else:
+                    b.emit(I.op_store_global, self.ctx.module.globals, pat.name, ev)
                 self.ctx.module.global_kinds[pat.name] = kind
                 return
             slot = b.declare(pat.name, mutable, kind)
-            b.emit(I.op_store, slot, ev)
+            if tmp is not None:
+                b.emit(_op_move, slot, tmp)
+            else:
+                b.emit(I.op_store, slot, ev)
             return
         tmp = b.temp()
         b.emit(I.op_store, tmp, ev)
@@ -670,7 +677,11 @@ class Compiler:
                     I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204")
                 )
                 return
-            b.emit(I.op_store, binding.slot, ev)
+            tmp = getattr(ev, "_temp_slot", None)
+            if tmp is not None:
+                b.emit(_op_move, binding.slot, tmp)
+            else:
+                b.emit(I.op_store, binding.slot, ev)
             return
         if self._is_global(name):
             kind = self.ctx.module.global_kinds.get(name)
@@ -1286,7 +1297,7 @@ class Compiler:
             return self.pure_call(e)
         target = self.b.temp()
         self.call(e, target)
-        return _slot_ev(target)
+        return _temp_ev(target)
 
     def e_MethodCall(self, e: A.MethodCall) -> Ev:
         enum_ev = self._enum_constructor(e)
@@ -1294,7 +1305,7 @@ class Compiler:
             return enum_ev
         target = self.b.temp()
         self.call(e, target)
-        return _slot_ev(target)
+        return _temp_ev(target)
 
     def _enum_constructor(self, e: A.MethodCall) -> Ev | None:
         if type(e.obj) is not A.Name:
@@ -1880,6 +1891,35 @@ def _const(v: Any) -> Ev:
 
 def _slot_ev(slot: int) -> Ev:
     return lambda f: f.slots[slot]
+
+
+def _temp_ev(slot: int) -> Ev:
+    """Read of a temporary holding a call result; a store of it *moves* the value (the
+    temporary is cleared) so that stale copies neither keep values alive in snapshots nor
+    defeat the in-place update of unshared containers."""
+    ev = _slot_ev(slot)
+    ev._temp_slot = slot  # type: ignore[attr-defined]
+    return ev
+
+
+def _op_move(target: int, tmp: int, nxt: int) -> Callable[[Frame], int]:
+    def instr(f: Frame) -> int:
+        s = f.slots
+        s[target] = s[tmp]
+        s[tmp] = None
+        return nxt
+
+    return instr
+
+
+def _op_move_global(g: dict[str, Any], name: str, tmp: int, nxt: int) -> Callable[[Frame], int]:
+    def instr(f: Frame) -> int:
+        s = f.slots
+        g[name] = s[tmp]
+        s[tmp] = None
+        return nxt
+
+    return instr
 
 
 def _is_stable(e: Any) -> bool:
