@@ -174,3 +174,20 @@ def test_repl_closures_capture_by_value_like_run() -> None:
     r = run(src.replace("f()\n", "println(f())\n").replace("g()\n", "println(g())\n", 1))
     assert r.stdout == "1\n2\n", r.stderr
     assert p.stdout == r.stdout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="regex builtins use Python `re`, not the Rust regex dialect of spec 4.11: "
+    "\\p{L} classes are rejected and nested quantifiers backtrack exponentially",
+)
+def test_regex_follows_the_rust_dialect() -> None:
+    p = harnpy(
+        "run",
+        "-e",
+        'println(regex_match("\\\\p{L}+", "héllo wörld"))\n'
+        'println(regex_match("(a*)*b", "' + "a" * 40 + 'c"))\n',
+        timeout=20,
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "[héllo, wörld]\nnil\n"
