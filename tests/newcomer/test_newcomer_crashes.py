@@ -300,3 +300,20 @@ def test_check_and_run_agree_on_static_errors(tmp_path: Path) -> None:
         c = harnpy("check", str(f))
         r = harnpy("run", str(f))
         assert (c.returncode == 2) == (r.returncode == 2), (src, c.stderr, r.stderr)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="`--llm-mock FILE` with a missing or malformed file is reported at the first "
+    "model call as 'internal error in harnpy ... this is a bug' (E999, exit 1), even "
+    "inside `try`, instead of a usage error (exit 2) at start-up",
+)
+def test_llm_mock_file_errors_are_usage_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "one"}\nnot json\n')
+    prog = tmp_path / "p.harn"
+    prog.write_text('println("before")\nprintln(try { llm_call("hi", "s", {provider: "mock"}) })\n')
+    for mock in (str(bad), str(tmp_path / "missing.jsonl")):
+        p = harnpy("run", "--llm-mock", mock, str(prog))
+        no_traceback(p)
+        assert p.returncode == 2, p.stderr
