@@ -317,3 +317,26 @@ def test_llm_mock_file_errors_are_usage_errors(tmp_path: Path) -> None:
         p = harnpy("run", "--llm-mock", mock, str(prog))
         no_traceback(p)
         assert p.returncode == 2, p.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="building a list with `xs = xs.push(x)` / `xs += [x]` copies the whole list every "
+    "time (the unshared-container fast path covers only `xs[i] = v`): quadratic, 80,000 "
+    "pushes take ~12 s",
+)
+def test_list_building_by_push_is_not_quadratic() -> None:
+    # 4x more pushes must cost about 4x the time (quadratic: 16x); timed inside harnpy
+    p = harnpy(
+        "run",
+        "-e",
+        "fn build(n) {\n  var l = []\n  for i in 0 to n - 1 { l = l.push(i) }\n"
+        "  var m = []\n  for i in 0 to n - 1 { m += [i] }\n  return l.count + m.count\n}\n"
+        "build(2000)\n"
+        "let t0 = elapsed()\nbuild(10000)\nlet t1 = elapsed()\nbuild(40000)\n"
+        "let t2 = elapsed()\nprintln((t2 - t1) / max(t1 - t0, 1))\n",
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    ratio = float(p.stdout)
+    assert ratio < 8.0, f"40k/10k time ratio {ratio:.1f}"
