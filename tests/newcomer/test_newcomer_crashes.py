@@ -340,3 +340,18 @@ def test_list_building_by_push_is_not_quadratic() -> None:
     assert p.returncode == 0, p.stderr
     ratio = float(p.stdout)
     assert ratio < 8.0, f"40k/10k time ratio {ratio:.1f}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='`harnpy check` says ok for `import "nope"` (a module that does not exist), '
+    "while `harnpy run` rejects it before running (E206, exit 2)",
+)
+def test_check_reports_missing_import(tmp_path: Path) -> None:
+    f = tmp_path / "x.harn"
+    f.write_text('import "nope"\nprintln(1)\n')
+    r = harnpy("run", str(f))
+    assert r.returncode == 2 and "E206" in r.stderr
+    c = harnpy("check", str(f))
+    assert c.returncode == 2, c.stdout
+    assert "E206" in c.stderr
