@@ -336,10 +336,10 @@ def index(obj: Any, key: Any) -> Any:
     if t is RangeValue:
         if type(key) is not int:
             raise type_error(f"cannot index into range with {type_name(key)}")
-        r = obj.py_range()
-        if -len(r) <= key < len(r):
-            return r[key]
-        raise runtime_error(f"range index out of range: index {key} for range of length {len(r)}")
+        n = obj.length()
+        if -n <= key < n:
+            return obj.py_range()[key]
+        raise runtime_error(f"range index out of range: index {key} for range of length {n}")
     if t is StructValue:
         return obj.fields.get(dict_key(key))
     if t is bytes and type(key) is int:

@@ -149,7 +149,12 @@ class RangeValue:
         return range(self.start, self.end + 1 if self.inclusive else self.end)
 
     def __len__(self) -> int:
-        return len(self.py_range())
+        return self.length()
+
+    def length(self) -> int:
+        """Number of ints in the range (may exceed ``sys.maxsize``, unlike ``len()``)."""
+        n = self.end - self.start + (1 if self.inclusive else 0)
+        return n if n > 0 else 0
 
     def __repr__(self) -> str:
         return f"RangeValue({self.start}, {self.end}, {self.inclusive})"

@@ -191,7 +191,7 @@ _FLOAT_RE = re.compile(
 
 def parse_int(s: str) -> int | None:
     """Strict i64 parse: optional sign and ASCII digits only; None otherwise or on overflow."""
-    if not _INT_RE.fullmatch(s):
+    if not _INT_RE.fullmatch(s) or len(s.lstrip("+-").lstrip("0")) > 19:
         return None
     n = int(s)
     return n if I64_MIN <= n <= I64_MAX else None
@@ -255,7 +255,7 @@ def len_(thread: Any, v: Any = None) -> int:
     if t is HSet:
         return len(v.items)
     if t is RangeValue:
-        return len(v)
+        return v.length()
     if t is IterValue and v.memo is not None:
         from harnpy.stdlib.iters import force_sequence
 

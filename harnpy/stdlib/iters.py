@@ -95,8 +95,10 @@ def _staged(up: IterValue, kind: str, **state: Any) -> IterValue:
 def _range_aware(fn: Callable[..., IterValue]) -> Callable[..., IterValue]:
     """Combinators called on a range return a lazy sequence (see the section below)."""
 
+    arity = fn.__code__.co_argcount - 2  # Harn arguments after the receiver
+
     def wrapper(thread: Any, v: Any, *args: Any) -> IterValue:
-        r = fn(thread, v, *args)
+        r = fn(thread, v, *args[:arity])  # surplus arguments are ignored (spec 3.11)
         return make_sequence(r) if type(v) is RangeValue else r
 
     wrapper.__name__ = fn.__name__
@@ -398,13 +400,13 @@ def collection__iter(thread: Any, v: Any) -> IterValue:
 @method("range", aliases=("count",))
 def range__len(thread: Any, r: RangeValue) -> int:
     """``r.len()`` / ``r.count()``: number of ints in the range (O(1))."""
-    return len(r)
+    return r.length()
 
 
 @method("range")
 def range__empty(thread: Any, r: RangeValue) -> bool:
     """``r.empty()``: the range has no ints."""
-    return len(r) == 0
+    return r.length() == 0
 
 
 @method("range")
@@ -437,7 +439,7 @@ def range__to_list(thread: Any, r: RangeValue) -> list[int]:
 def range__sum(thread: Any, r: RangeValue) -> int:
     """``r.sum()``: sum of the ints (O(1), wrapping)."""
     pr = r.py_range()
-    return wrap_i64((pr[0] + pr[-1]) * len(pr) // 2) if pr else 0
+    return wrap_i64((pr[0] + pr[-1]) * r.length() // 2) if pr else 0
 
 
 @method("range")

@@ -143,7 +143,16 @@ def _reject_constant(name: str) -> Any:
 
 def loads(s: str) -> Any:
     """Parse JSON text into Harn values; raises ``ValueError`` on malformed input."""
-    return from_json_data(json.loads(s, parse_constant=_reject_constant))
+    return from_json_data(json.loads(s, parse_constant=_reject_constant, parse_int=_json_int))
+
+
+def _json_int(text: str) -> int | float:
+    """JSON integers: i64 when they fit, else the nearest float (inf beyond its range)."""
+    if len(text) <= 19:
+        n = int(text)
+        if -(2**63) <= n < 2**63:
+            return n
+    return float(text)
 
 
 # ------------------------------------------------------------------ builtins

@@ -442,8 +442,11 @@ class _Scanner:
                 unit = text[stop]
         if unit:
             self.pos = stop + len(unit)
-            return self._token("DURATION", int(s) * _DURATION_MS[unit], pos, self.pos, line, col)
+            ms = int(s) * _DURATION_MS[unit] if len(s) <= 19 else _I64_MAX
+            return self._token("DURATION", min(ms, _I64_MAX), pos, self.pos, line, col)
         self.pos = stop
+        if len(s) > 19:  # beyond i64 for sure: a float (spec 1.5), inf past the float range
+            return self._token("INT", float(s), pos, stop, line, col)
         n = int(s)
         return self._token("INT", n if n <= _I64_MAX else float(n), pos, stop, line, col)
 
