@@ -376,11 +376,27 @@ def op_return(ev: Ev) -> Instr:
     return instr
 
 
+class RaiseAfterDefers:
+    """Marker in a frame's defer slot: the frame is leaving by a throw; once its deferred
+    blocks have run, the error continues unwinding (spec 3.12)."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
 def op_return_trampoline(slot: int) -> Instr:
-    """Continue a return that was interrupted to run a deferred block."""
+    """Continue a return (or a throw) that was interrupted to run a deferred block."""
 
     def instr(f: Frame) -> int:
-        return do_return(f, f.slots[slot])
+        v = f.slots[slot]
+        if f.defers:
+            return run_next_defer(f, v)
+        if type(v) is RaiseAfterDefers:
+            f.slots[slot] = None
+            raise v.exc
+        return do_return(f, v)
 
     return instr
 

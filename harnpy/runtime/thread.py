@@ -311,8 +311,19 @@ class Thread:
                     _enter_handler(f, h, exc)
                     self.frame = f
                     return f
-                line, col = f.code.line_at(where)
-                exc.trace.append(TraceEntry(f.code.name, f.code.module.path, line, col))
+                rethrown = where == f.code.defer_trampoline  # after this frame's defers ran
+                if not rethrown:
+                    line, col = f.code.line_at(where)
+                    exc.trace.append(TraceEntry(f.code.name, f.code.module.path, line, col))
+                if f.defers and f.code.defer_slot is not None and not rethrown:
+                    # Leaving by a throw: run the frame's deferred blocks first, then go on
+                    # unwinding from its return trampoline (spec 3.12).
+                    from harnpy.runtime.instrs import RaiseAfterDefers
+
+                    f.slots[f.code.defer_slot] = RaiseAfterDefers(exc)
+                    f.pc = f.code.defer_trampoline
+                    self.frame = f
+                    return f
                 if f.generator is not None:
                     gen = f.generator
                     gen.done = True
