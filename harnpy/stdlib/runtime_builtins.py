@@ -35,6 +35,12 @@ def snapshot_exit(thread: Any, path: Any = None) -> Any:
 
     if type(path) is not str or not path:
         raise runtime_error("__snapshot_exit(path): path must be a non-empty string")
+    main = thread.runtime.main_thread
+    if main is not None and thread is not main:
+        raise runtime_error(
+            f"__snapshot_exit: only the main program can be snapshotted, not {thread.name} "
+            "(a spawned task or parallel branch)"
+        )
     try:
         doc = snapshot(thread)
         write_atomic(path, dumps(doc))
@@ -51,7 +57,9 @@ def argv_(thread: Any) -> list[str]:
     return list(thread.runtime.argv)
 
 
-def _parallel_items(mode: str, value: Any) -> list[Any]:
+def _parallel_items(thread: Any, mode: str, value: Any) -> PyGenerator[Any, Any, list[Any]]:
+    """The items a ``parallel`` expression runs over (callback generator: iters and
+    generators/streams are drained first, running their Harn code)."""
     if mode.startswith("count"):
         if type(value) is not int:
             raise runtime_error(f"parallel count must be an int, got {type_name(value)}")
@@ -60,6 +68,11 @@ def _parallel_items(mode: str, value: Any) -> list[Any]:
         return list(value)
     if type(value) is RangeValue:
         return list(value.py_range())
+    from harnpy.runtime.values import Generator, IterValue
+    from harnpy.stdlib.iters import make_iter, pull_all
+
+    if type(value) in (IterValue, Generator):
+        return (yield from pull_all(make_iter(value), thread))
     from harnpy.runtime.instrs import iterate_source
 
     src = iterate_source(value)
@@ -132,7 +145,7 @@ def parallel_(
     stream of the results in completion order."""
     from harnpy.stdlib import task_context as tc
 
-    items = _parallel_items(mode, value)
+    items = yield from _parallel_items(thread, mode, value)
     cap = limit if type(limit) is int and limit > 0 else max(1, len(items))
     g = tc.next_child_number(thread, "parallel")
     group_id = f"{tc.context_of(thread)['task_id']}:parallel:{g}"
