@@ -244,6 +244,8 @@ class Session:
         )
         ctx.type_aliases = {**self.alias_decls, **aliases}
         ctx.structs_decl = {**self.struct_decls, **structs}
+        # closures capture top-level bindings by value, as in `harnpy run` (spec 3.10)
+        ctx.capture_globals = True
         comp = Compiler(ctx)
         entry = M.entry_pipeline(tree)
         try:

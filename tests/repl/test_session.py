@@ -162,16 +162,19 @@ def test_each_submitted_entry_gets_its_own_number(session: Session) -> None:
 
 # -------------------------------------------------------------------- interrupts
 
+# Functions capture top-level bindings by value (spec 3.10), so the trail of what ran is
+# kept in an atomic (the one shared mutable cell).
 LOOP_WITH_HANDLERS = """
-var log = []
+let log = atomic([])
+fn note(s) { atomic_set(log, atomic_get(log) + [s]) }
 fn work() {
   try {
     var i = 0
     while true { i = i + 1 }
   } catch (e) {
-    log = log + ["caught"]
+    note("caught")
   } finally {
-    log = log + ["inner finally"]
+    note("inner finally")
   }
 }
 """
@@ -183,11 +186,11 @@ def test_interrupt_runs_finally_once_and_is_not_caught(session: Session) -> None
     start = time.monotonic()
     with pytest.raises(HarnInterrupt):
         session.eval(
-            'try {\n  try { work() } finally { log = log + ["outer finally"] }\n'
-            '} catch (e) { log = log + ["outer catch"] }'
+            'try {\n  try { work() } finally { note("outer finally") }\n'
+            '} catch (e) { note("outer catch") }'
         )
     assert time.monotonic() - start < 5
-    assert session.eval("log").value == ["inner finally", "outer finally"]
+    assert session.eval("atomic_get(log)").value == ["inner finally", "outer finally"]
     assert session.eval("1 + 1").value == 2
 
 
@@ -210,15 +213,15 @@ def test_errors_thrown_by_finally_during_an_interrupt_do_not_replace_it(
 
 
 def test_return_inside_finally_does_not_end_an_interrupt(session: Session) -> None:
-    session.eval("var trail = []")
+    session.eval("let trail = atomic([])")
+    session.eval("fn note(s) { atomic_set(trail, atomic_get(trail) + [s]) }")
     session.eval(
-        "fn f() {\n  try { while true { } } finally {\n"
-        '    trail = trail + ["f finally"]\n    return 1\n  }\n}'
+        'fn f() {\n  try { while true { } } finally {\n    note("f finally")\n    return 1\n  }\n}'
     )
     later(0.3, session.interrupt)
     with pytest.raises(HarnInterrupt):
-        session.eval('try { f(); trail = trail + ["after f"] } finally { trail = trail + ["top"] }')
-    assert session.eval("trail").value == ["f finally", "top"]
+        session.eval('try { f(); note("after f") } finally { note("top") }')
+    assert session.eval("atomic_get(trail)").value == ["f finally", "top"]
 
 
 def test_interrupt_reaches_deep_recursion_without_loops(session: Session) -> None:
