@@ -175,11 +175,6 @@ def test_snapshot_of_moved_project_with_local_import(tmp_path: Path) -> None:
     assert p.stdout == "20\n30\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iter/range combinators called with extra arguments raise a Python TypeError "
-    "(E999 internal error, not catchable); Harn ignores extra arguments (spec 3.11)",
-)
 def test_iter_method_with_extra_arguments() -> None:
     p = harnpy(
         "run",
@@ -194,11 +189,6 @@ def test_iter_method_with_extra_arguments() -> None:
     assert p.stdout == "enum\nenum\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="len()/count()/index of a range longer than sys.maxsize raises Python "
-    "OverflowError (E999 internal error, not catchable)",
-)
 def test_len_of_huge_range() -> None:
     p = harnpy(
         "run",
@@ -209,12 +199,6 @@ def test_len_of_huge_range() -> None:
     assert p.returncode == 0, p.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an integer literal beyond the float range (400 digits) raises OverflowError in "
-    "the lexer, and one over 4,300 digits hits Python's int-string limit: tracebacks from "
-    "run and check (spec 1.5: a literal too large for i64 becomes a float)",
-)
 @pytest.mark.parametrize("digits", [400, 5000])
 def test_huge_integer_literal(tmp_path: Path, digits: int) -> None:
     f = tmp_path / "big.harn"
@@ -226,11 +210,6 @@ def test_huge_integer_literal(tmp_path: Path, digits: int) -> None:
     assert p.returncode in (0, 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="json_parse of a 400-digit integer (OverflowError) and to_int of a 5,000-digit "
-    "string (ValueError) are E999 internal errors that `try` cannot catch",
-)
 def test_json_parse_and_to_int_of_huge_numbers() -> None:
     p = harnpy(
         "run",

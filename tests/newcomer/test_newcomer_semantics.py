@@ -103,11 +103,6 @@ def test_run_e_passes_every_script_argument() -> None:
     assert p.stdout == "[x, y]\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`parallel each` / `parallel settle` over an iter, generator or stream silently "
-    "iterates zero items (_parallel_items returns [] for non-Python iterators); spec 3.16",
-)
 def test_parallel_each_over_lazy_sources() -> None:
     p = run(
         "fn g() { yield 1; yield 2 }\n"
@@ -119,31 +114,23 @@ def test_parallel_each_over_lazy_sources() -> None:
     assert p.stdout == "[10, 20]\n[10, 20]\n1\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="__snapshot_exit inside a `parallel` branch snapshots only the branch thread and "
-    "exits 0: the main program is lost and --resume prints nothing (spawn refuses instead)",
-)
 def test_snapshot_inside_parallel_branch_is_not_silently_partial(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # was: the branch thread alone was snapshotted and the run exited 0 (main program lost)
     snap = tmp_path / "par.json"
     p = run(
         f'let e = try {{ parallel 2 {{ i -> __snapshot_exit("{snap}"); i }} }}\n'
-        "println(e)\n"
+        "println(type_of(e))\n"
         'println("after")\n'
     )
-    if p.returncode != 0:  # refused with a diagnostic, like spawn: acceptable
-        assert "snapshot" in p.stderr
+    if not snap.exists():  # refused with a catchable error, like spawn
+        assert p.returncode == 0, p.stderr
+        assert p.stdout == "enum\nafter\n"
         return
     r = harnpy("run", "--resume", str(snap))
     assert r.returncode == 0, r.stderr
     assert r.stdout.endswith("after\n")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defer blocks do not run when the function (or the program) exits by a throw "
-    "(spec 3.12: deferred blocks run in LIFO order on normal completion, return, or throw)",
-)
 def test_defer_runs_when_the_function_throws() -> None:
     p = run(
         "fn f() {\n"
@@ -162,11 +149,6 @@ def test_defer_runs_when_the_function_throws() -> None:
     assert p.stdout == ("cleanup 2\ncleanup 1\ncaught boom\ncleanup g\ncaught Division by zero\n")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the REPL keeps top-level bindings as shared mutable globals, so closures and fns "
-    "see later assignments; `harnpy run` of the same entries captures by value (spec 3.10)",
-)
 def test_repl_closures_capture_by_value_like_run() -> None:
     src = "var x = 1\nlet f = { -> x }\nx = 2\nf()\nfn g() { return x }\nx = 3\ng()\n"
     p = harnpy("repl", input=src)
