@@ -136,6 +136,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     script_args = list(args.args or [])
     if script_args and script_args[0] == "--":
         script_args = script_args[1:]
+    problem = check_llm_mock_file(args)
+    if problem is not None:
+        sys.stderr.write(f"harnpy: {problem}\n")
+        return EXIT_USAGE
     if args.resume:
         from harnpy.runtime.snapshot_cli import resume_main
 
@@ -218,6 +222,21 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
     return EXIT_OK
 
 
+def check_llm_mock_file(args: Any) -> str | None:
+    """Read ``--llm-mock FILE`` up front: a missing or malformed file is a usage error
+    reported before anything runs (not at the first model call). Returns the message."""
+    mock = getattr(args, "llm_mock", None)
+    if not mock:
+        return None
+    from harnpy.llm import LlmError, load_mock_jsonl
+
+    try:
+        load_mock_jsonl(mock)
+    except LlmError as e:
+        return e.message if hasattr(e, "message") else str(e)
+    return None
+
+
 def _configure_llm(rt: Any, args: Any) -> None:
     mock = getattr(args, "llm_mock", None)
     record = getattr(args, "llm_mock_record", None)
@@ -246,10 +265,25 @@ def render_runtime_error(e: Any, rt: Any) -> str:
         d = Diagnostic(e.code, e.message, top.path, top.line, top.col, source=src)
         lines = [d.render()]
         lines.append("stack trace (most recent call first):")
-        for t in trace:
+        for t, repeats in _collapse_repeats(trace):
             lines.append(f"  at {t.function} ({t.path}:{t.line}:{t.col})")
+            if repeats:
+                lines.append(f"  ... the frame above repeated {repeats} more times")
         return "\n".join(lines)
     return f"error[{e.code}]: {e.message}"
+
+
+def _collapse_repeats(trace: list[Any]) -> list[tuple[Any, int]]:
+    """Runs of identical trace entries (deep recursion): ``(entry, extra repeats)``."""
+    out: list[tuple[Any, int]] = []
+    i = 0
+    while i < len(trace):
+        j = i
+        while j + 1 < len(trace) and trace[j + 1] == trace[i]:
+            j += 1
+        out.append((trace[i], j - i))
+        i = j + 1
+    return out
 
 
 def report_internal_error(e: BaseException) -> int:
@@ -265,6 +299,24 @@ def report_internal_error(e: BaseException) -> int:
     return EXIT_RUNTIME
 
 
+def _compile_errors(path: str, source: str) -> list[Any]:
+    """What ``harnpy run`` would reject before running: imports that do not resolve and
+    compile-time errors (``break`` outside a loop...). Modules are compiled, never run."""
+    from harnpy.diagnostics import Diagnostic, DiagnosticError
+    from harnpy.runtime.errors import HarnError
+    from harnpy.runtime.runtime import Runtime
+
+    rt = Runtime()
+    rt.restoring = True  # compile imported modules without running their initialisers
+    try:
+        rt.load_main(path, source)
+    except DiagnosticError as e:
+        return list(e.diagnostics)
+    except HarnError as e:
+        return [Diagnostic(e.code, e.message, path, source=source)]
+    return []
+
+
 def cmd_check(path: str) -> int:
     from harnpy.check import check_file
     from harnpy.stdlib import load_all
@@ -276,6 +328,8 @@ def cmd_check(path: str) -> int:
         return EXIT_USAGE
     load_all()
     diags = check_file(os.path.abspath(path), src, set(BUILTINS) | set(GLOBAL_CONSTANTS))
+    if not any(d.severity == "error" for d in diags):
+        diags.extend(_compile_errors(os.path.abspath(path), src))
     for d in diags:
         sys.stderr.write(d.render() + "\n")
     if any(d.severity == "error" for d in diags):

@@ -631,6 +631,8 @@ class Compiler:
             raise CompileError(f"unsupported compound operator {st.op}=", st.span)
         if type(target) is A.Name:
             name = target.id
+            if self._grow_in_place(st, name):
+                return
             if st.op:
                 value_ev = _binop_ev(st.op, self.name_ev(name, target.span), self.expr(st.value))
             else:
@@ -667,6 +669,50 @@ class Compiler:
             b.emit(I.op_assign_global_index, self.ctx.module.globals, name, key_ev, value_ev, opfn)
             return
         b.emit(I.op_raise, _err_const(f"Undefined variable: {name}", "E301"))
+
+    def _grow_in_place(self, st: A.AssignStmt, name: str) -> bool:
+        """``xs = xs.push(v)`` and ``xs += ys``: the idiomatic ways to build a list (and
+        ``d += {...}`` for dicts). Value semantics make them copies; when nothing else
+        holds the container the copy is unobservable, so grow it in place (linear instead
+        of quadratic list building). Returns False when the statement is not such a form.
+        """
+        b = self.b
+        value = st.value
+        is_push = (
+            st.op is None
+            and type(value) is A.MethodCall
+            and value.name == "push"
+            and not value.optional
+            and type(value.obj) is A.Name
+            and value.obj.id == name
+            and len(value.args) == 1
+            and type(value.args[0]) is not A.Spread
+        )
+        if not (is_push or st.op == "+"):
+            return False
+        binding = b.lookup_local(name)
+        if binding is not None:
+            if not binding.mutable:
+                return False
+            where: Any = binding.slot
+        elif self._is_global(name) and self.ctx.module.global_kinds.get(name) == "var":
+            where = (self.ctx.module.globals, name)
+        else:
+            return False
+        if is_push:
+            b.span = st.span
+            arg = self.expr(value.args[0])  # type: ignore[union-attr]
+            if type(where) is int:
+                b.emit(I.op_push_in_place, where, arg)
+            else:
+                tmp = b.temp()
+                done = Label()
+                b.emit(I.op_push_global, where[0], where[1], arg, tmp, done)
+                b.emit(_op_move_global, where[0], where[1], tmp)
+                b.place(done)
+        else:
+            b.emit(I.op_add_in_place, where, self.expr(value))
+        return True
 
     def store_name(self, name: str, ev: Ev, span: A.Span) -> None:
         b = self.b
@@ -993,8 +1039,11 @@ class Compiler:
 
     def name_ev(self, name: str, span: A.Span) -> Ev:
         b = self.b
-        if name == "_" and b.placeholder_slot is not None:
-            return _slot_ev(b.placeholder_slot)
+        if name == "_":
+            if b.placeholder_slot is not None:
+                return _slot_ev(b.placeholder_slot)
+            # `_` is never bound (spec 3.10): reading it is an error known before running.
+            raise CompileError("Undefined variable: _", span, "E210")
         binding = b.lookup_local(name)
         if binding is not None:
             if binding.kind == "capture" and self._capture_may_be_unbound(name):

@@ -638,6 +638,94 @@ def op_assign_global_index(
     return instr
 
 
+def op_push_in_place(where: Any, value: Ev, nxt: int) -> Instr:
+    """``xs = xs.push(v)`` on a local slot (int ``where``) or a module global
+    (``(globals, name)``): append in place when the list is unshared; otherwise a copy
+    (value semantics). Non-lists dispatch ``.push`` as a normal method call."""
+    if type(where) is int:
+        slot = where
+
+        def instr(f: Frame) -> int:
+            v = value(f)
+            s = f.slots
+            obj = s[slot]
+            if type(obj) is list:
+                if _getrc(obj) <= UNIQUE_RC:
+                    obj.append(v)
+                else:
+                    s[slot] = obj + [v]
+                return nxt
+            return call_method(f, obj, "push", [v], slot, nxt)
+
+        return instr
+    raise TypeError("op_push_in_place takes a slot; globals use op_push_global")
+
+
+def op_push_global(g: dict[str, Any], name: str, value: Ev, tmp: int, done: int, nxt: int) -> Instr:
+    """``xs = xs.push(v)`` on a module global: like :func:`op_push_in_place`; a non-list
+    receiver dispatches ``.push`` with the result in ``tmp``, and the next instruction
+    moves it into the global (the list paths jump to ``done``, past that move)."""
+
+    def instr(f: Frame) -> int:
+        v = value(f)
+        if name not in g:
+            raise plain_error(f"Undefined variable: {name}", "E301")
+        obj = g[name]
+        if type(obj) is list:
+            if _getrc(obj) <= UNIQUE_RC:
+                obj.append(v)
+            else:
+                g[name] = obj + [v]
+            return done
+        return call_method(f, obj, "push", [v], tmp, nxt)
+
+    return instr
+
+
+def op_add_in_place(where: Any, value: Ev, nxt: int) -> Instr:
+    """``a += b`` on a local slot or module global: lists are extended and dicts updated
+    in place when unshared (``a`` cannot be observed elsewhere); any other case is
+    ``a = a + b`` with the usual arithmetic rules (spec 3.6)."""
+    from harnpy.runtime.ops import add
+
+    if type(where) is int:
+        slot = where
+
+        def instr(f: Frame) -> int:
+            b = value(f)
+            s = f.slots
+            a = s[slot]
+            ta = type(a)
+            if ta is type(b) and (ta is list or ta is dict) and _getrc(a) <= UNIQUE_RC:
+                if ta is list:
+                    a.extend(b)
+                else:
+                    a.update(b)
+                return nxt
+            s[slot] = add(a, b)
+            return nxt
+
+        return instr
+    g, name = where
+
+    def instr_global(f: Frame) -> int:
+        b = value(f)
+        if name not in g:
+            raise plain_error(f"Undefined variable: {name}", "E301")
+        a = g[name]
+        ta = type(a)
+        if ta is type(b) and (ta is list or ta is dict) and _getrc(a) <= UNIQUE_RC:
+            if ta is list:
+                a.extend(b)
+            else:
+                a.update(b)
+            return nxt
+        g[name] = add(a, b)
+        return nxt
+
+    return instr_global
+
+
 def _copy_container(obj: Any) -> Any:
     t = type(obj)
     if t is list:

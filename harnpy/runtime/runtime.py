@@ -75,7 +75,9 @@ class Runtime:
             for n, b in BUILTINS.items()
             if not b.callback and not b.control and n not in CONTROL_BUILTINS
         }
-        self.argv = list(argv or [])
+        from harnpy.stdlib.fs import clean_text
+
+        self.argv = [clean_text(a) for a in argv or []]
         self._stdout = stdout or _stdout_writer()
         self._stderr = stderr or _stderr_writer()
         self.max_depth = max_depth

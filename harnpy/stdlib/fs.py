@@ -250,17 +250,28 @@ def project_root(thread: Any) -> Any:
 # ------------------------------------------------------------------ environment, processes
 
 
+def clean_text(s: str) -> str:
+    """Host text (argv, environment, stdin) as valid Unicode: bytes that were not UTF-8
+    (kept by Python as lone surrogates) become U+FFFD, as ``read_file`` does."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 @builtin()
 def env(thread: Any, name: Any = None) -> Any:
     """``env(name)``: the environment variable's value, or nil when unset."""
-    return os.environ.get(text(name))
+    value = os.environ.get(text(name))
+    return None if value is None else clean_text(value)
 
 
 @builtin()
 def env_or(thread: Any, name: Any = None, default: Any = None) -> Any:
     """``env_or(name, default)``: the variable's value, or ``default`` (any value)."""
     value = os.environ.get(text(name))
-    return default if value is None else value
+    return default if value is None else clean_text(value)
 
 
 def _completed(proc: Any) -> dict[str, Any]:
@@ -333,7 +344,7 @@ def _stdin(thread: Any) -> Any:
 @builtin()
 def read_line(thread: Any) -> Any:
     """``read_line()``: next stdin line without its newline, or nil at end of input."""
-    line = _stdin(thread).readline()
+    line = clean_text(_stdin(thread).readline())
     if line == "":
         return None
     if line.endswith("\n"):
@@ -346,7 +357,7 @@ def read_line(thread: Any) -> Any:
 @builtin()
 def read_stdin(thread: Any) -> Any:
     """``read_stdin()``: the rest of stdin, or nil when nothing is left."""
-    data = _stdin(thread).read()
+    data = clean_text(_stdin(thread).read())
     return data if data else None
 
 

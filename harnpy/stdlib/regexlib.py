@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from typing import Any
 
 from harnpy.stdlib._util import fail, text
@@ -99,11 +100,36 @@ def translate(pattern: str, multiline: bool = False) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _compile(pattern: str, flags: str) -> re.Pattern[str]:
+def _compile(pattern: str, flags: str) -> Any:
+    """RE2 first: the same dialect family as Rust's ``regex`` (``\\p{L}``, POSIX classes,
+    ``\\z``, ``$`` only at the end) and, like it, linear time with no catastrophic
+    backtracking. Patterns RE2 rejects (verbose mode, set operations in classes) go
+    through the Python ``re`` translation."""
+    re2_pat = _compile_re2(pattern, flags)
+    if re2_pat is not None:
+        return re2_pat
     bits = 0
     for ch in flags:
         bits |= _FLAG_BITS.get(ch, 0)
-    return re.compile(translate(pattern, multiline=bool(bits & re.MULTILINE)), bits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. FutureWarning for "[\\w--\\d]"
+        return re.compile(translate(pattern, multiline=bool(bits & re.MULTILINE)), bits)
+
+
+def _compile_re2(pattern: str, flags: str) -> Any:
+    if "x" in flags:
+        return None
+    try:
+        import re2
+    except ImportError:  # pragma: no cover - google-re2 is a declared dependency
+        return None
+    inline = "".join(ch for ch in "ims" if ch in flags)
+    opts = re2.Options()
+    opts.log_errors = False
+    try:
+        return re2.compile(f"(?{inline}){pattern}" if inline else pattern, opts)
+    except Exception:  # noqa: BLE001 - re2.error: fall back to the translator
+        return None
 
 
 def compile_pattern(pattern: str, flags: str = "") -> re.Pattern[str]:

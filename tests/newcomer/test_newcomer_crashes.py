@@ -223,12 +223,6 @@ def test_json_parse_and_to_int_of_huge_numbers() -> None:
     assert p.returncode == 0, p.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="strings from non-UTF-8 stdin / argv / env keep Python surrogate escapes: "
-    "sha256, write_file, base64_encode, ... and __snapshot_exit fail with an E999 "
-    "UnicodeEncodeError that `try` cannot catch (read_file replaces invalid bytes instead)",
-)
 def test_non_utf8_input_strings(tmp_path: Path) -> None:
     snap = tmp_path / "s.json"
     code = (
@@ -254,11 +248,6 @@ def test_non_utf8_input_strings(tmp_path: Path) -> None:
     assert "internal error" not in a.stderr, a.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an uncaught stack overflow prints all 10,000 identical `at f (...)` lines; "
-    "repeated frames are not collapsed (Python prints 'Previous line repeated N times')",
-)
 def test_stack_overflow_trace_is_bounded() -> None:
     p = harnpy("run", "-e", "fn inf(n) { return 1 + inf(n + 1) }\ninf(0)\n")
     assert p.returncode == 1
@@ -266,12 +255,6 @@ def test_stack_overflow_trace_is_bounded() -> None:
     assert len(p.stderr.splitlines()) < 200, len(p.stderr.splitlines())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`harnpy check` and the checks before `harnpy run` disagree: `break` outside a "
-    "loop passes check but run rejects it (E201, exit 2); reading `_` fails check (E210, "
-    "exit 2) but run starts and fails at run time (E301, exit 1)",
-)
 def test_check_and_run_agree_on_static_errors(tmp_path: Path) -> None:
     for src in ("break\n", "let _ = 3\nprintln(_)\n"):
         f = tmp_path / "x.harn"
@@ -281,12 +264,6 @@ def test_check_and_run_agree_on_static_errors(tmp_path: Path) -> None:
         assert (c.returncode == 2) == (r.returncode == 2), (src, c.stderr, r.stderr)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`--llm-mock FILE` with a missing or malformed file is reported at the first "
-    "model call as 'internal error in harnpy ... this is a bug' (E999, exit 1), even "
-    "inside `try`, instead of a usage error (exit 2) at start-up",
-)
 def test_llm_mock_file_errors_are_usage_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "one"}\nnot json\n')
@@ -298,12 +275,6 @@ def test_llm_mock_file_errors_are_usage_errors(tmp_path: Path) -> None:
         assert p.returncode == 2, p.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="building a list with `xs = xs.push(x)` / `xs += [x]` copies the whole list every "
-    "time (the unshared-container fast path covers only `xs[i] = v`): quadratic, 80,000 "
-    "pushes take ~12 s",
-)
 def test_list_building_by_push_is_not_quadratic() -> None:
     # 4x more pushes must cost about 4x the time (quadratic: 16x); timed inside harnpy
     p = harnpy(
@@ -321,11 +292,6 @@ def test_list_building_by_push_is_not_quadratic() -> None:
     assert ratio < 8.0, f"40k/10k time ratio {ratio:.1f}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='`harnpy check` says ok for `import "nope"` (a module that does not exist), '
-    "while `harnpy run` rejects it before running (E206, exit 2)",
-)
 def test_check_reports_missing_import(tmp_path: Path) -> None:
     f = tmp_path / "x.harn"
     f.write_text('import "nope"\nprintln(1)\n')

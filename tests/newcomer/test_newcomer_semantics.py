@@ -5,8 +5,6 @@ Regression tests for bugs found by newcomer testing (each test pins one fixed bu
 
 from __future__ import annotations
 
-import pytest
-
 from tests.conftest import harnpy
 
 
@@ -158,11 +156,6 @@ def test_repl_closures_capture_by_value_like_run() -> None:
     assert p.stdout == r.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regex builtins use Python `re`, not the Rust regex dialect of spec 4.11: "
-    "\\p{L} classes are rejected and nested quantifiers backtrack exponentially",
-)
 def test_regex_follows_the_rust_dialect() -> None:
     p = harnpy(
         "run",
