@@ -27,7 +27,7 @@ DEFAULT_BACKOFF_MS = 250
 class ToolCall(BaseModel):
     """A model-requested tool invocation: ``{id, name, arguments}`` (arguments always a dict)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     name: str
@@ -42,7 +42,7 @@ class Message(BaseModel):
     assistant turns; ``tool_call_id`` (and optionally ``name``) on ``tool`` result turns.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     role: Role
     content: str | list[dict[str, Any]] | None = None
@@ -74,7 +74,7 @@ class Message(BaseModel):
 class ToolSpec(BaseModel):
     """A tool offered to the model: name, description and a JSON-schema ``parameters`` object."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str
     description: str = ""
@@ -151,7 +151,7 @@ class LlmRequest(BaseModel):
     never dumped or printed.
     """
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), defer_build=True)
 
     messages: list[Message] = Field(default_factory=list)
     system: str | None = None
@@ -210,7 +210,7 @@ class LlmResponse(BaseModel):
     ``raw_thinking`` holds reasoning text when the provider returned any.
     """
 
-    model_config = ConfigDict(protected_namespaces=())
+    model_config = ConfigDict(protected_namespaces=(), defer_build=True)
 
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
