@@ -15,7 +15,7 @@ at the module's top level, and imported names) -> builtin -> late-bound lookup a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,43 +129,30 @@ def referenced_names(node: A.Node) -> set[str]:
     return out
 
 
-def contains_yield(body: A.Node) -> bool:
-    """True when ``body`` (not counting nested functions) contains ``yield``/``emit``."""
-    stack: list[A.Node] = [body]
+def _local_nodes(node: A.Node) -> Iterator[A.Node]:
+    """``node`` and its descendants that belong to the same function: nested functions
+    and closures are yielded themselves, but not searched."""
+    stack: list[A.Node] = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, (A.YieldStmt, A.EmitStmt)):
-            return True
-        for c in A.children(n):
-            if not isinstance(c, _CODE_NODES):
-                stack.append(c)
-    return False
+        yield n
+        if n is node or not isinstance(n, _CODE_NODES):
+            stack.extend(A.children(n))
+
+
+def contains_yield(body: A.Node) -> bool:
+    """True when ``body`` (not counting nested functions) contains ``yield``/``emit``."""
+    return any(isinstance(n, (A.YieldStmt, A.EmitStmt)) for n in _local_nodes(body))
 
 
 def declares_nested_fns(body: A.Node) -> bool:
     """True when ``body`` (not counting nested closures' bodies) declares a ``fn``."""
-    stack: list[A.Node] = [body]
-    while stack:
-        n = stack.pop()
-        for c in A.children(n):
-            if type(c) is A.FnDecl:
-                return True
-            if not isinstance(c, _CODE_NODES):
-                stack.append(c)
-    return False
+    return any(type(n) is A.FnDecl and n is not body for n in _local_nodes(body))
 
 
 def contains_placeholder(node: A.Node) -> bool:
     """True when a bare ``_`` appears in ``node`` outside nested closures (pipe rewrite)."""
-    stack: list[A.Node] = [node]
-    while stack:
-        n = stack.pop()
-        if type(n) is A.Name and n.id == "_":
-            return True
-        for c in A.children(n):
-            if not isinstance(c, _CODE_NODES):
-                stack.append(c)
-    return False
+    return any(type(n) is A.Name and n.id == "_" for n in _local_nodes(node))
 
 
 # -------------------------------------------------------------- builder
