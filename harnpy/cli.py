@@ -15,7 +15,7 @@ Exit codes (documented in README):
 * 130 — interrupted (Ctrl-C).
 
 ``run --resume SNAPSHOT [--json [--quiet]] [--llm-mock FILE]``: see
-:mod:`harnpy.runtime.snapshot_cli` (``--json`` prints NDJSON envelopes ending with a
+:mod:`harnpy.resume_cli` (``--json`` prints NDJSON envelopes ending with a
 ``result`` event whose ``exit_code`` is the process exit code).
 
 Start-up is kept lean: nothing heavy (prompt-toolkit, pydantic, LLM SDKs) is imported on
@@ -141,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"harnpy: {problem}\n")
         return EXIT_USAGE
     if args.resume:
-        from harnpy.runtime.snapshot_cli import resume_main
+        from harnpy.resume_cli import resume_main
 
         return resume_main(args)
     if args.code is not None:

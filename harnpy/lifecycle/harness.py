@@ -288,3 +288,10 @@ def is_harness_(thread: Any, v: Any = None) -> bool:
     """``__is_harness(v)``: true for the Harness or one of its members (for std wrappers
     that accept the harness-first form)."""
     return type(v) is StructValue and v.name in HARNESS_STRUCTS
+
+
+# Plug the Harness into every Runtime (harnpy.runtime knows nothing of this layer).
+from harnpy.runtime import extensions as _extensions  # noqa: E402
+
+_extensions.RUNTIME_INIT.append(install)
+_extensions.PIPELINE_ARGUMENT.append(pipeline_argument)

@@ -648,3 +648,9 @@ __all__ = [
     "state",
     "summary_of",
 ]
+
+
+# Run the finish lifecycle after every main program (registered with the runtime).
+from harnpy.runtime import extensions as _extensions  # noqa: E402
+
+_extensions.PROGRAM_FINISH.append(run_finish)

@@ -724,7 +724,7 @@ def ensure_modules(
         SnapshotError: a source cannot be found or changed since the snapshot.
     """
     from harnpy.runtime.modules import resolve_import, source_hash
-    from harnpy.runtime.snapshot_cli import locate_source
+    from harnpy.runtime.resume import locate_source
 
     before = set(runtime.modules)
     saved_restoring = runtime.restoring
@@ -765,7 +765,7 @@ def precheck_sources(runtime: Any, doc: dict[str, Any], snapshot_path: str) -> N
         SnapshotError: ``E406`` naming the module.
     """
     from harnpy.runtime.modules import source_hash
-    from harnpy.runtime.snapshot_cli import locate_source
+    from harnpy.runtime.resume import locate_source
 
     tdoc = doc.get("harnpy_thread")
     if not isinstance(tdoc, dict):

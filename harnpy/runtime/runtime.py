@@ -104,9 +104,10 @@ class Runtime:
         #: Agent services (LLM host, worker registry, events), created on first use by
         #: :func:`harnpy.lifecycle.services.services`.
         self.agent_state: Any = None
-        from harnpy.lifecycle.harness import install as install_harness
+        from harnpy.runtime import extensions
 
-        install_harness(self)
+        for init in extensions.RUNTIME_INIT:
+            init(self)
 
     # ---- output
 
@@ -120,10 +121,13 @@ class Runtime:
 
     def pipeline_argument(self, name: str) -> Any:
         """The value of entry-pipeline parameter ``name``: the ``Harness`` for a parameter
-        named ``harness`` (any case), nil for any other (lifecycle.md 0)."""
-        from harnpy.lifecycle.harness import pipeline_argument
+        named ``harness`` (any case), nil for any other (lifecycle.md 0); supplied by the
+        lifecycle layer through :mod:`harnpy.runtime.extensions`."""
+        from harnpy.runtime import extensions
 
-        return pipeline_argument(self, name)
+        for provide in extensions.PIPELINE_ARGUMENT:
+            return provide(self, name)
+        return None
 
     # ---- impl methods and tools
 
@@ -369,10 +373,12 @@ class Runtime:
         self.main_thread = th
         th.start(mod.init_code, [None] * mod.init_code.nslots)
         value = self.scheduler.run_until(th)
-        # pipeline_on_finish callback and finish hooks (lifecycle.md 6.1)
-        from harnpy.lifecycle.pipeline_lifecycle import run_finish
+        # e.g. pipeline_on_finish callbacks and finish hooks (lifecycle.md 6.1)
+        from harnpy.runtime import extensions
 
-        return run_finish(self, value)
+        for finish in extensions.PROGRAM_FINISH:
+            value = finish(self, value)
+        return value
 
     def call_builtin_sync(self, thread: Thread, name: str, args: list[Any]) -> Any:
         b = self.builtins.get(name)

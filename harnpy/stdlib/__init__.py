@@ -1,8 +1,31 @@
 """Builtins and the bundled standard library.
 
 :mod:`harnpy.stdlib.registry` holds the one builtin registry; each module below registers its
-builtins at import time. :func:`load_all` imports them all.
+builtins at import time. :func:`load_all` imports them all, then the builtin *providers* of
+the layers above (agents, lifecycle, triggers), which are named in :data:`PROVIDERS` rather
+than imported statically, so that imports keep running one way (stdlib never depends on
+the lifecycle layer's code).
 """
+
+import importlib
+
+#: Modules of outer layers that register builtins, imported in this order.
+PROVIDERS = (
+    "harnpy.lifecycle.agents",
+    "harnpy.lifecycle.harness",
+    "harnpy.lifecycle.hooks",
+    "harnpy.lifecycle.llm_builtins",
+    "harnpy.lifecycle.pipeline_lifecycle",
+    "harnpy.lifecycle.receipts",
+    "harnpy.lifecycle.resume_conditions",
+    "harnpy.lifecycle.sessions",
+    "harnpy.lifecycle.tools",
+    "harnpy.lifecycle.transcript",
+    "harnpy.lifecycle.trigger_variants",
+    "harnpy.lifecycle.triggers.builtins",
+    "harnpy.lifecycle.turns",
+    "harnpy.lifecycle.workers",
+)
 
 
 def load_all() -> None:
@@ -10,22 +33,6 @@ def load_all() -> None:
 
     Idempotent (Python imports each module once).
     """
-    import harnpy.lifecycle.agents  # noqa: F401
-    import harnpy.lifecycle.harness  # noqa: F401
-    import harnpy.lifecycle.hooks  # noqa: F401
-    import harnpy.lifecycle.llm_builtins  # noqa: F401
-    import harnpy.lifecycle.pipeline_lifecycle  # noqa: F401
-    import harnpy.lifecycle.receipts  # noqa: F401
-    import harnpy.lifecycle.resume_conditions  # noqa: F401
-    import harnpy.lifecycle.sessions  # noqa: F401
-    import harnpy.lifecycle.tools  # noqa: F401
-    import harnpy.lifecycle.transcript  # noqa: F401
-    import harnpy.lifecycle.trigger_variants  # noqa: F401
-
-    # after the agents layer: it replaces the minimal ``parse_resume_conditions``
-    import harnpy.lifecycle.triggers.builtins  # noqa: F401
-    import harnpy.lifecycle.turns  # noqa: F401
-    import harnpy.lifecycle.workers  # noqa: F401
     import harnpy.stdlib.concurrency  # noqa: F401
     import harnpy.stdlib.core  # noqa: F401
     import harnpy.stdlib.dicts  # noqa: F401
@@ -53,3 +60,6 @@ def load_all() -> None:
     import harnpy.stdlib.timelib  # noqa: F401
     import harnpy.stdlib.tracing  # noqa: F401
     import harnpy.stdlib.web  # noqa: F401
+
+    for name in PROVIDERS:
+        importlib.import_module(name)

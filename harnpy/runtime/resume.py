@@ -1,0 +1,97 @@
+"""Resuming a program from a snapshot file: locate and check its sources, compile them
+without running them, restore the thread (used by ``harnpy run --resume`` and by the
+lifecycle layer's cold resume of worker snapshots).
+
+A failure at any step raises :class:`~harnpy.runtime.snapshot.SnapshotError` and leaves the
+snapshot file untouched.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harnpy.runtime.snapshot import SnapshotError
+
+
+def locate_source(rec: dict[str, Any], snapshot_path: str) -> tuple[str, str]:
+    """Find a module's source file: its recorded path, else by name next to the snapshot or
+    in the working directory (a snapshot moved to another machine)."""
+    path = rec["path"]
+    if rec.get("source") is not None:
+        return path, rec["source"]
+    if rec["key"].startswith("std/"):
+        from harnpy.runtime.modules import resolve_import
+
+        _, p = resolve_import(rec["key"], None)  # type: ignore[arg-type]
+        return str(p), p.read_text(encoding="utf-8")
+    cands = [path]
+    base = os.path.basename(path)
+    cands.append(os.path.join(os.path.dirname(os.path.abspath(snapshot_path)), base))
+    cands.append(os.path.join(os.getcwd(), base))
+    for c in cands:
+        if os.path.isfile(c):
+            with open(c, encoding="utf-8") as fh:
+                return (path if c == path else os.path.abspath(c)), fh.read()
+    raise SnapshotError(f"cannot find the source of {path} needed by the snapshot", "E406")
+
+
+def load_for_resume(snapshot_path: str, runtime: Any) -> Any:
+    """Load ``snapshot_path`` into ``runtime`` and return the restored thread."""
+    from harnpy.runtime.snapshot import load_document, restore
+
+    doc = load_document(snapshot_path)
+    mains = [m for m in doc["modules"] if m.get("role") == "main"]
+    if len(mains) != 1:
+        raise SnapshotError("snapshot does not name exactly one main module", "E404")
+    main = mains[0]
+    path, source = locate_source(main, snapshot_path)
+    from harnpy.runtime.modules import source_hash
+
+    if source_hash(source) != main["hash"]:
+        raise SnapshotError(
+            f"the source of {path} changed since the snapshot was taken; refusing to resume "
+            "(the snapshot file is left as it was)",
+            "E406",
+        )
+    runtime.restoring = True
+    runtime.argv = list(doc["thread"].get("argv", []))
+    mod = runtime.load_main(path, source)
+    if mod.path != main["key"]:
+        runtime.modules[main["key"]] = mod
+        _alias_relocated_modules(doc, runtime, main["path"], path)
+    _load_std_modules(doc, runtime)
+    th = restore(doc, runtime)
+    runtime.restoring = False
+    runtime.relink_imports()
+    runtime.main_thread = th
+    return th
+
+
+def _alias_relocated_modules(
+    doc: dict[str, Any], runtime: Any, old_main: str, new_main: str
+) -> None:
+    """The project moved (another directory or machine): map each library the snapshot
+    names by its old absolute path to the module loaded from the same relative place."""
+    old_dir = os.path.dirname(os.path.abspath(old_main))
+    new_dir = os.path.dirname(os.path.abspath(new_main))
+    for rec in doc["modules"]:
+        key = rec["key"]
+        if key in runtime.modules or key.startswith(("std/", "<")):
+            continue
+        rel = os.path.relpath(key, old_dir)
+        moved = os.path.normpath(os.path.join(new_dir, rel))
+        if moved in runtime.modules:
+            runtime.modules[key] = runtime.modules[moved]
+
+
+def _load_std_modules(doc: dict[str, Any], runtime: Any) -> None:
+    """Compile the bundled ``std/`` modules the snapshot refers to that the main module
+    does not import itself (e.g. ``std/agent/_loop``, loaded on first use by agent_loop)."""
+    from harnpy.runtime.modules import resolve_import
+
+    for rec in doc["modules"]:
+        key = rec["key"]
+        if key.startswith("std/") and key not in runtime.modules:
+            k, p = resolve_import(key, None)  # type: ignore[arg-type]
+            runtime.import_module(k, p)
