@@ -1,0 +1,107 @@
+"""Newcomer round 2: internal errors and Python tracebacks in the lifecycle layer.
+
+Each test pins one bug found by newcomer testing; they are strict xfails until fixed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import harnpy
+
+ENV = {"HARN_LLM_CALLS_DISABLED": "1", "HARN_WORKER_STATE_DIR": "state"}
+
+
+def no_crash(p: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert "internal error" not in p.stderr, p.stderr[-2000:]
+    assert "E999" not in p.stderr, p.stderr[-2000:]
+
+
+SUSPEND_WITH_CONDITIONS = """
+tool step(n: int) -> int {
+  description "a step"
+  return n + 1
+}
+pipeline main() {
+  for i in 0 to 5 { llm_mock({tool_calls: [{name: "step", arguments: {n: i}}]}) }
+  const h = sub_agent_run("Count.", {provider: "mock", background: true,
+    tools: tool_registry([step]), max_iterations: 20})
+  const s = try { suspend_agent(h, "pause", {conditions: COND}) }
+  const w = try { wait_agent(h) }
+  println("survived")
+  close_agent(h)
+}
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="suspend_agent with non-dict conditions crashes the run at the park with a "
+    "pydantic ValidationError (E999 internal error) instead of HARN-SUS-002 / no conditions",
+)
+@pytest.mark.parametrize("cond", ['"soon"', "[1, 2]", "5"])
+def test_suspend_agent_with_non_dict_conditions_is_not_an_internal_error(
+    tmp_path: Path, cond: str
+) -> None:
+    (tmp_path / "m.harn").write_text(SUSPEND_WITH_CONDITIONS.replace("COND", cond))
+    p = harnpy("run", "m.harn", cwd=tmp_path, env=ENV)
+    no_crash(p)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().endswith("survived")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="harnpy workers/worker with a store file that is not an SQLite database print "
+    "a Python traceback (sqlite3.DatabaseError)",
+)
+@pytest.mark.parametrize("cmd", [["workers", "ls"], ["workers", "show", "x"], ["worker", "--once"]])
+def test_store_that_is_not_a_database_is_a_clean_error(tmp_path: Path, cmd: list[str]) -> None:
+    bad = tmp_path / "bad.sqlite3"
+    bad.write_text("this is not a database\n")
+    p = harnpy(*cmd, "--store", str(bad), cwd=tmp_path, env=ENV)
+    no_crash(p)
+    assert p.returncode == 2
+    assert "bad.sqlite3" in p.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a park with HARNPY_STORE naming a file that is not a database is an E999 "
+    "internal error (sqlite3.DatabaseError)",
+)
+def test_park_with_a_corrupt_store_is_a_diagnostic(tmp_path: Path) -> None:
+    (tmp_path / "bad.sqlite3").write_text("garbage")
+    prog = (
+        'llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: '
+        '{reason: "r", conditions: {trigger: {kind: "k", provider: "github"}}}}]})\n'
+        'const r = try { agent_loop("x", nil, {provider: "mock"}) }\n'
+        "println(is_err(r))\n"
+    )
+    p = harnpy("run", "-e", prog, cwd=tmp_path, env={**ENV, "HARNPY_STORE": "bad.sqlite3"})
+    no_crash(p)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="--llm-mock-record with an unwritable path is an E999 internal error at the "
+    "first model call (after the program's side effects), not a usage error up front",
+)
+def test_llm_mock_record_unwritable_path_is_a_usage_error(tmp_path: Path) -> None:
+    prog = 'println("side effect")\nprintln(llm_call("a", nil, {provider: "mock"}).text)\n'
+    p = harnpy(
+        "run",
+        "--llm-mock-record",
+        str(tmp_path / "no" / "such" / "dir" / "rec.jsonl"),
+        "-e",
+        prog,
+        cwd=tmp_path,
+        env=ENV,
+    )
+    no_crash(p)
+    assert p.returncode == 2
+    assert p.stdout == ""
