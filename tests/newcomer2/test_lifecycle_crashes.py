@@ -105,3 +105,58 @@ def test_llm_mock_record_unwritable_path_is_a_usage_error(tmp_path: Path) -> Non
     no_crash(p)
     assert p.returncode == 2
     assert p.stdout == ""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="exit(n) called by a tool of a worker resumed with `harnpy run --resume` escapes "
+    "as a Python traceback (HarnExit) with exit status 1 instead of ending with status n",
+)
+def test_exit_inside_a_resumed_worker_is_not_a_traceback(tmp_path: Path) -> None:
+    prog = """
+tool quit(code: int) -> string {
+  description "exit"
+  exit(code)
+  return "never"
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "r"}}]})
+  llm_mock({tool_calls: [{name: "quit", arguments: {code: 7}}]})
+  const r = agent_loop("x", nil, {provider: "mock", tools: tool_registry([quit])})
+  println(r.snapshot_path)
+}
+"""
+    (tmp_path / "main.harn").write_text(prog, encoding="utf-8")
+    first = harnpy("run", "main.harn", cwd=tmp_path, env=ENV)
+    assert first.returncode == 0, first.stderr
+    snap = first.stdout.strip()
+    p = harnpy("run", "--resume", snap, cwd=tmp_path, env=ENV)
+    no_crash(p)
+    assert p.returncode == 7
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="__snapshot_exit(path) called by a tool of a worker resumed with `harnpy run "
+    "--resume` escapes as a Python traceback (SnapshotExit)",
+)
+def test_snapshot_exit_inside_a_resumed_worker_is_not_a_traceback(tmp_path: Path) -> None:
+    prog = """
+tool freeze(p: string) -> string {
+  description "freeze"
+  __snapshot_exit(p)
+  return "thawed"
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "r"}}]})
+  llm_mock({tool_calls: [{name: "freeze", arguments: {p: "frozen.json"}}]})
+  llm_mock({text: "done"})
+  const r = agent_loop("x", nil, {provider: "mock", tools: tool_registry([freeze])})
+  println(r.snapshot_path)
+}
+"""
+    (tmp_path / "main.harn").write_text(prog, encoding="utf-8")
+    first = harnpy("run", "main.harn", cwd=tmp_path, env=ENV)
+    assert first.returncode == 0, first.stderr
+    p = harnpy("run", "--resume", first.stdout.strip(), cwd=tmp_path, env=ENV)
+    no_crash(p)

@@ -446,3 +446,58 @@ pipeline main() {
     doc = json.loads(snap.read_text(encoding="utf-8"))
     assert doc["status"] == "suspended"
     assert doc["suspension"]["reason"] == "second"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="agent_loop ignores the documented `subagents: true` / `subagent_tools: true` "
+    "options: subagent_pause / subagent_resume are unknown tools (lifecycle.md 2.10, 2.13)",
+)
+@pytest.mark.parametrize("option", ["subagents", "subagent_tools"])
+def test_agent_loop_subagents_option_adds_the_tools(tmp_path: Path, option: str) -> None:
+    prog = f"""
+pipeline main() {{
+  llm_mock({{match: "*childtask*", consume_match: true, tool_calls: [{{id: "cp",
+    name: "agent_await_resumption", arguments: {{reason: "child parks"}}}}]}})
+  const child = sub_agent_run("childtask", {{provider: "mock", background: true}})
+  wait_agent(child)
+  llm_mock({{match: "*parent*", consume_match: true, tool_calls: [{{name: "subagent_pause",
+    arguments: {{handle: child.id, reason: "again"}}}}]}})
+  llm_mock({{match: "*parent*", consume_match: true, text: "parent done"}})
+  const r = agent_loop("parent", nil, {{provider: "mock", {option}: true, max_iterations: 3}})
+  println(r.tool_calls.map({{ c -> c.name + ":" + c.status }}))
+  close_agent(child)
+}}
+"""
+    p = harnpy("run", "-e", prog, cwd=tmp_path, env=ENV)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0] == "[subagent_pause:ok]"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the Suspension a root agent_loop returns to its caller carries the transcript "
+    "(prompt text, tool results) in transcript/text/tool_calls/trace, unlike the worker-mode "
+    "payload (lifecycle.md 3.3: the envelope must not carry transcript text; 2.13 lists "
+    "the loop result fields, so the two sections disagree)",
+)
+def test_root_loop_suspension_carries_no_transcript_text(tmp_path: Path) -> None:
+    prog = """
+tool lookup(q: string) -> string {
+  description "lookup"
+  return "TOOL-RESULT-SECRET"
+}
+pipeline main() {
+  llm_mock({tool_calls: [{name: "lookup", arguments: {q: "x"}}]})
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "r"}}]})
+  const r = agent_loop("PROMPT-SECRET", nil, {provider: "mock", tools: tool_registry([lookup])})
+  println(r.status)
+  println(json_stringify(r))
+}
+"""
+    p = harnpy("run", "-e", prog, cwd=tmp_path, env=ENV)
+    assert p.returncode == 0, p.stderr
+    status, envelope = p.stdout.splitlines()[:2]
+    assert status == "suspended"
+    assert "PROMPT-SECRET" not in envelope
+    assert "TOOL-RESULT-SECRET" not in envelope
