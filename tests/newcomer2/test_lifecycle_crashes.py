@@ -160,3 +160,24 @@ pipeline main() {
     assert first.returncode == 0, first.stderr
     p = harnpy("run", "--resume", first.stdout.strip(), cwd=tmp_path, env=ENV)
     no_crash(p)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a --resume-cmd with an unbalanced quote is a Python traceback (shlex "
+    "ValueError: No closing quotation) instead of a usage error",
+)
+def test_resume_cmd_with_unbalanced_quote_is_a_usage_error(tmp_path: Path) -> None:
+    store = tmp_path / "waits.sqlite3"
+    p = harnpy(
+        "worker",
+        "--once",
+        "--store",
+        str(store),
+        "--resume-cmd",
+        'run "{snapshot}',
+        cwd=tmp_path,
+        env=ENV,
+    )
+    no_crash(p)
+    assert p.returncode == 2
