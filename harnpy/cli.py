@@ -223,8 +223,18 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
 
 
 def check_llm_mock_file(args: Any) -> str | None:
-    """Read ``--llm-mock FILE`` up front: a missing or malformed file is a usage error
-    reported before anything runs (not at the first model call). Returns the message."""
+    """Check ``--llm-mock FILE`` (read and parsed) and ``--llm-mock-record FILE`` (writable)
+    up front: a problem is a usage error reported before anything runs, not at the first
+    model call. Returns the message, or None."""
+    record = getattr(args, "llm_mock_record", None)
+    if record:
+        if os.path.isdir(record):
+            return f"--llm-mock-record: {record} is a directory"
+        parent = os.path.dirname(os.path.abspath(record)) or "."
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            return f"--llm-mock-record: cannot write {record} (no such writable directory)"
+        if os.path.exists(record) and not os.access(record, os.W_OK):
+            return f"--llm-mock-record: cannot write {record} (permission denied)"
     mock = getattr(args, "llm_mock", None)
     if not mock:
         return None

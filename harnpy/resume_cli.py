@@ -79,10 +79,20 @@ def resolve_target(target: str) -> str:
 
 
 def _snapshot_type(path: str) -> str | None:
+    """The ``_type`` of a snapshot file; for a damaged file, the type its first bytes name
+    (so a truncated worker snapshot is still reported as a worker snapshot, HARN-SUS-004)."""
     try:
         with open(path, "rb") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
+            data = fh.read()
+    except OSError:
+        return None
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        head = data[:512].decode("utf-8", "replace").replace(" ", "")
+        for kind in ("worker_snapshot", "daemon_snapshot", "harnpy_snapshot"):
+            if f'"_type":"{kind}"' in head:
+                return kind
         return None
     return doc.get("_type") if isinstance(doc, dict) else None
 
@@ -141,7 +151,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         read_document,
         resume_from_cli,
     )
-    from harnpy.runtime.errors import HarnError, HarnInterrupt
+    from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
     from harnpy.runtime.runtime import Runtime
     from harnpy.stdlib.jsonlib import to_json_data
 
@@ -174,6 +184,12 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         flush_stdout()
         sys.stderr.write("interrupted\n")
         return EXIT_INTERRUPTED
+    except HarnExit as e:  # exit(n) called by the resumed worker's code
+        flush_stdout()
+        return e.code
+    except SnapshotExit:  # __snapshot_exit(path) called by the resumed worker's code
+        flush_stdout()
+        return EXIT_OK
     flush_stdout()
     summary = rec.summary()
     if not settled:

@@ -14,9 +14,40 @@ from typing import Any
 from harnpy.runtime.snapshot import SnapshotError
 
 
-def locate_source(rec: dict[str, Any], snapshot_path: str) -> tuple[str, str]:
-    """Find a module's source file: its recorded path, else by name next to the snapshot or
-    in the working directory (a snapshot moved to another machine)."""
+def source_candidates(path: str, snapshot_path: str) -> list[str]:
+    """Where a module recorded at ``path`` may be now: the recorded path, then the path
+    re-rooted under every ancestor of the snapshot file and of the working directory (a
+    moved project: ``/old/proj/agents/main.harn`` may be ``/new/proj/agents/main.harn``,
+    found from ``/new/proj/.harn/workers/x.json``)."""
+    parts = os.path.normpath(path).split(os.sep)[1:] if os.path.isabs(path) else path.split("/")
+    suffixes = [os.path.join(*parts[i:]) for i in range(len(parts) - 1, -1, -1)] if parts else []
+    roots: list[str] = []
+    for start in (os.path.dirname(os.path.abspath(snapshot_path)), os.getcwd()):
+        d = start
+        while True:
+            if d not in roots:
+                roots.append(d)
+            up = os.path.dirname(d)
+            if up == d:
+                break
+            d = up
+    out = [path]
+    for suffix in suffixes:
+        for root in roots:
+            c = os.path.join(root, suffix)
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def locate_source(
+    rec: dict[str, Any], snapshot_path: str, expected_hash: str | None = None
+) -> tuple[str, str]:
+    """Find a module's source file (see :func:`source_candidates`); with ``expected_hash``
+    (default: the record's ``hash``) the first candidate with that content wins, else the
+    first existing one (the caller then reports the changed source).
+
+    Raises SnapshotError (E406) when no candidate exists."""
     path = rec["path"]
     if rec.get("source") is not None:
         return path, rec["source"]
@@ -25,14 +56,25 @@ def locate_source(rec: dict[str, Any], snapshot_path: str) -> tuple[str, str]:
 
         _, p = resolve_import(rec["key"], None)  # type: ignore[arg-type]
         return str(p), p.read_text(encoding="utf-8")
-    cands = [path]
-    base = os.path.basename(path)
-    cands.append(os.path.join(os.path.dirname(os.path.abspath(snapshot_path)), base))
-    cands.append(os.path.join(os.getcwd(), base))
-    for c in cands:
-        if os.path.isfile(c):
+    from harnpy.runtime.modules import source_hash
+
+    want = expected_hash or rec.get("hash")
+    first: tuple[str, str] | None = None
+    for c in source_candidates(path, snapshot_path)[:400]:
+        if not os.path.isfile(c):
+            continue
+        try:
             with open(c, encoding="utf-8") as fh:
-                return (path if c == path else os.path.abspath(c)), fh.read()
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = (path if c == path else os.path.abspath(c)), text
+        if want is None or source_hash(text) == want:
+            return found
+        if first is None:
+            first = found
+    if first is not None:
+        return first
     raise SnapshotError(f"cannot find the source of {path} needed by the snapshot", "E406")
 
 
@@ -60,7 +102,7 @@ def load_for_resume(snapshot_path: str, runtime: Any) -> Any:
     if mod.path != main["key"]:
         runtime.modules[main["key"]] = mod
         _alias_relocated_modules(doc, runtime, main["path"], path)
-    _load_std_modules(doc, runtime)
+    load_std_modules(doc, runtime)
     th = restore(doc, runtime)
     runtime.restoring = False
     runtime.relink_imports()
@@ -85,7 +127,7 @@ def _alias_relocated_modules(
             runtime.modules[key] = runtime.modules[moved]
 
 
-def _load_std_modules(doc: dict[str, Any], runtime: Any) -> None:
+def load_std_modules(doc: dict[str, Any], runtime: Any) -> None:
     """Compile the bundled ``std/`` modules the snapshot refers to that the main module
     does not import itself (e.g. ``std/agent/_loop``, loaded on first use by agent_loop)."""
     from harnpy.runtime.modules import resolve_import

@@ -464,6 +464,11 @@ class Session:
                 fresh.compile_entry(
                     rec["source"], path=e["path"], key=e["key"], base_dir=e["base_dir"]
                 )
+            # std modules loaded on first use (e.g. by agent_loop) are named by the
+            # snapshot but imported by no entry: compile them too
+            from harnpy.runtime.resume import load_std_modules
+
+            load_std_modules(doc, rt)
             restore(doc, rt)
         finally:
             rt.restoring = False

@@ -825,6 +825,20 @@ def load_document(path: str, max_bytes: int | None = MAX_SNAPSHOT_BYTES) -> dict
     return doc  # type: ignore[no-any-return]
 
 
+def plain_errors(exc: Exception, limit: int = 3) -> str:
+    """A pydantic ValidationError as one short plain sentence (``field: problem; ...``),
+    without pydantic's internals (error types, documentation links)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc).splitlines()[0]
+    parts = []
+    for err in errors()[:limit]:
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "document"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}".replace("Input should be", "expected"))
+    more = len(errors()) - limit
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
 def validate_document(doc: Any, where: str = "snapshot") -> None:
     """Check the envelope with the pydantic model; raise SnapshotError on mismatch."""
     from harnpy.runtime.snapshot_model import SnapshotEnvelope
@@ -832,9 +846,8 @@ def validate_document(doc: Any, where: str = "snapshot") -> None:
     try:
         env = SnapshotEnvelope.model_validate(doc)
     except Exception as e:  # pydantic.ValidationError
-        first = str(e).splitlines()
         raise SnapshotError(
-            f"{where} is not a harnpy snapshot: {' '.join(first[:3])}", "E404"
+            f"{where} is not a harnpy snapshot: {plain_errors(e)}", "E404"
         ) from None
     if env.harnpy_snapshot_version != FORMAT_VERSION:
         raise SnapshotError(

@@ -86,11 +86,6 @@ def test_park_with_a_corrupt_store_is_a_diagnostic(tmp_path: Path) -> None:
     no_crash(p)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="--llm-mock-record with an unwritable path is an E999 internal error at the "
-    "first model call (after the program's side effects), not a usage error up front",
-)
 def test_llm_mock_record_unwritable_path_is_a_usage_error(tmp_path: Path) -> None:
     prog = 'println("side effect")\nprintln(llm_call("a", nil, {provider: "mock"}).text)\n'
     p = harnpy(
@@ -107,11 +102,6 @@ def test_llm_mock_record_unwritable_path_is_a_usage_error(tmp_path: Path) -> Non
     assert p.stdout == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="exit(n) called by a tool of a worker resumed with `harnpy run --resume` escapes "
-    "as a Python traceback (HarnExit) with exit status 1 instead of ending with status n",
-)
 def test_exit_inside_a_resumed_worker_is_not_a_traceback(tmp_path: Path) -> None:
     prog = """
 tool quit(code: int) -> string {
@@ -135,11 +125,6 @@ pipeline main() {
     assert p.returncode == 7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="__snapshot_exit(path) called by a tool of a worker resumed with `harnpy run "
-    "--resume` escapes as a Python traceback (SnapshotExit)",
-)
 def test_snapshot_exit_inside_a_resumed_worker_is_not_a_traceback(tmp_path: Path) -> None:
     prog = """
 tool freeze(p: string) -> string {

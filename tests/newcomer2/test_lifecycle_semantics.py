@@ -269,12 +269,6 @@ pipeline main() {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after moving a project whose script lives in a subdirectory, run --resume "
-    "cannot find the sources (it only looks at the old path, next to the snapshot and in "
-    "the working directory)",
-)
 def test_resume_moved_project_with_script_in_a_subdirectory(tmp_path: Path) -> None:
     proj = tmp_path / "proj"
     (proj / "agents").mkdir(parents=True)
@@ -289,11 +283,6 @@ def test_resume_moved_project_with_script_in_a_subdirectory(tmp_path: Path) -> N
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after moving a project, run --resume with the snapshot's absolute path from "
-    "another working directory cannot find the sources",
-)
 def test_resume_moved_project_from_another_directory(tmp_path: Path) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()

@@ -15,11 +15,6 @@ from tests.conftest import harnpy
 ENV = {"HARN_LLM_CALLS_DISABLED": "1", "HARN_WORKER_STATE_DIR": ".harn/workers"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a REPL session that used agent_loop or sub_agent_run saves fine but :restore "
-    "fails: E406 snapshot needs module std/agent/resume_by which is not loaded",
-)
 @pytest.mark.parametrize(
     "entry",
     [
@@ -39,11 +34,6 @@ def test_repl_restore_after_agent_use(tmp_path: Path, entry: str) -> None:
     assert restore.returncode == 0, restore.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="snapshot-shape errors print raw pydantic validation text (error counts, "
-    "[type=...], errors.pydantic.dev links) instead of a plain message",
-)
 @pytest.mark.parametrize("content", ["[]", '{"_type": "harnpy_snapshot"}'])
 def test_bad_snapshot_messages_do_not_leak_pydantic(tmp_path: Path, content: str) -> None:
     f = tmp_path / "snap.json"
@@ -55,12 +45,6 @@ def test_bad_snapshot_messages_do_not_leak_pydantic(tmp_path: Path, content: str
     assert "type=" not in p.stderr, p.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a truncated worker snapshot given to run --resume is reported as E404 with exit "
-    "2 instead of HARN-SUS-004 with exit 1 (README exit codes for worker snapshots; "
-    "lifecycle.md 1.3: unreadable / bad JSON snapshot is HARN-SUS-004)",
-)
 def test_truncated_worker_snapshot_is_sus_004(tmp_path: Path) -> None:
     prog = """
 llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "r"}}]})
