@@ -25,9 +25,9 @@ use (``defer_build``), so loading a snapshot pays only for the models it validat
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 TimeoutAction = Literal["resume_with_summary", "fail", "resume_with_input"]
 Initiator = Literal["self", "parent", "operator", "triggered"]
@@ -210,6 +210,39 @@ class WorkerSnapshotDoc(BaseModel):
     harnpy_thread: dict[str, Any] | None = None
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line naming the first failing field of a pydantic error (``field `x.y`: <why>``),
+    without pydantic's own wording (error counts, ``[type=...]``, documentation links)."""
+    errors = exc.errors()
+    if not errors:
+        return "invalid value"
+    err = errors[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()))
+    why = err.get("msg", "invalid value")
+    if err.get("type") == "extra_forbidden":
+        why = "unknown field"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return (f"field `{loc}`: {why}" if loc else str(why)) + more
+
+
+def validate(model: type[M], data: Any, what: str) -> M:
+    """``model.model_validate(data)`` at a lifecycle boundary; a pydantic error never
+    escapes (it would be an internal error): it becomes a Harn runtime error.
+
+    Raises:
+        HarnRuntimeError: ``<what> is malformed: field `x`: <why>``.
+    """
+    from harnpy.runtime.errors import runtime_error
+
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise runtime_error(f"{what} is malformed: {describe_validation_error(exc)}") from None
+
+
 __all__ = [
     "PRIVATE_HANDLE_KEYS",
     "AgentAwaitResumptionRequest",
@@ -225,4 +258,6 @@ __all__ = [
     "WorkerStatus",
     "WorkerSummary",
     "WorkerSuspension",
+    "describe_validation_error",
+    "validate",
 ]

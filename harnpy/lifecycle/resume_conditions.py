@@ -75,10 +75,10 @@ def agent_await_resumption(thread: Any, *args: Any) -> dict[str, Any]:
         HarnRuntimeError: ``HARN-SUS-005`` (blank reason), ``HARN-SUS-002`` (conditions,
             with the failing field path).
     """
-    from harnpy.lifecycle.models import AgentAwaitResumptionRequest
+    from harnpy.lifecycle.models import AgentAwaitResumptionRequest, validate
 
     args = strip_harness(args)
     req = await_request(arg(args, 0), arg(args, 1), arg(args, 2))
     # boundary check of the shape (the parser already produced the normalized form)
-    AgentAwaitResumptionRequest.model_validate(req)
+    validate(AgentAwaitResumptionRequest, req, "agent_await_resumption request")
     return req

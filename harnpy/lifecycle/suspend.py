@@ -530,7 +530,7 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     """
     from pydantic import ValidationError
 
-    from harnpy.lifecycle.models import WorkerSnapshotDoc
+    from harnpy.lifecycle.models import WorkerSnapshotDoc, describe_validation_error
     from harnpy.runtime.snapshot import validate_document
 
     try:
@@ -566,8 +566,9 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     try:
         WorkerSnapshotDoc.model_validate(doc)
     except ValidationError as e:
-        first = str(e).splitlines()
-        raise SnapshotLoadError(" ".join(first[:3])) from None
+        raise SnapshotLoadError(
+            f"malformed worker snapshot: {describe_validation_error(e)}"
+        ) from None
     tdoc = doc.get("harnpy_thread")
     if tdoc is not None:
         try:
@@ -858,8 +859,9 @@ def import_mock_state(runtime: Any, doc: dict[str, Any]) -> None:
 # ====================================================================== suspensions
 
 
-def parse_initiator(value: Any, default: str, where: str) -> str:
-    """``self`` / ``parent`` / ``operator`` / ``triggered`` (``self_initiated`` = self).
+def parse_initiator(value: Any, default: str, where: str, *, allow_timeout: bool = True) -> str:
+    """``self`` / ``parent`` / ``operator`` / ``triggered`` (``self_initiated`` = self), and
+    ``timeout`` for resumes (``allow_timeout``; a suspension has no timeout initiator).
 
     Raises:
         HarnRuntimeError: ``<where>: unknown initiator `<x>```.
@@ -869,7 +871,7 @@ def parse_initiator(value: Any, default: str, where: str) -> str:
     text = value.strip().lower() if type(value) is str else display(value)
     if text == "self_initiated":
         return "self"
-    if text not in INITIATORS and text != "timeout":
+    if text not in INITIATORS and not (allow_timeout and text == "timeout"):
         raise lifecycle_error(
             f"{where}: unknown initiator `{text}`; expected self, parent, operator or triggered"
         )
@@ -913,8 +915,15 @@ def suspension_payload(
     validate: bool = True,
 ) -> dict[str, Any]:
     """The Suspension returned to the parent / caller (3.3), validated with
-    :class:`harnpy.lifecycle.models.Suspension`."""
+    :class:`harnpy.lifecycle.models.Suspension`. ``conditions`` that are not a dict (raw
+    ``suspend_agent`` path, 4.2: nothing was registered, an open park) show as nil.
+
+    Raises:
+        HarnRuntimeError: the envelope does not match the model (never a pydantic error).
+    """
     sus = rec.suspension or {}
+    if conditions is not None and type(conditions) is not dict:
+        conditions = None
     trig = sus.get("auto_resume_trigger")
     payload = {
         "status": "suspended",
@@ -931,9 +940,9 @@ def suspension_payload(
         "auto_resume_trigger": trig.get("id") if type(trig) is dict else None,
     }
     if validate:
-        from harnpy.lifecycle.models import Suspension
+        from harnpy.lifecycle import models
 
-        Suspension.model_validate(payload)
+        models.validate(models.Suspension, payload, "the Suspension of worker " + rec.id)
     return payload
 
 
@@ -1440,7 +1449,9 @@ def suspend_agent(thread: Any, *args: Any) -> Gen:
     )
     opts = arg(args, 2)
     opts = opts if type(opts) is dict else {}
-    initiator = parse_initiator(opts.get("initiator"), "operator", "suspend_agent")
+    initiator = parse_initiator(
+        opts.get("initiator"), "operator", "suspend_agent", allow_timeout=False
+    )
     conditions = opts.get("conditions")
     if hooks.has_hooks(rt, ("PreSuspend",)):
         ctl = yield from hooks.fire(
@@ -1466,6 +1477,14 @@ def suspend_agent(thread: Any, *args: Any) -> Gen:
     if rec.status != "running" or rec.thread is None:
         raise sus_error(1, f"suspend_agent: worker {rec.id} is not running (status={rec.status})")
     parse_wait_conditions(conditions)  # HARN-SUS-002/007/008 before anything changes
+    if conditions is not None and type(conditions) is not dict:
+        # raw suspend path (4.2): not a dict -> nothing is registered, the park is open
+        from harnpy.runtime.values import type_name
+
+        rt.write_err(
+            f"harnpy: warning: suspend_agent: conditions must be a dict, got "
+            f"{type_name(conditions)}; worker {rec.id} parks open (nothing registered)\n"
+        )
     request_suspend(rt, rec, reason, initiator, conditions)
     if initiator == "parent":
         _parent_audit(thread, "subagent_pause", rec, reason)

@@ -38,11 +38,6 @@ pipeline main() {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="suspend_agent with non-dict conditions crashes the run at the park with a "
-    "pydantic ValidationError (E999 internal error) instead of HARN-SUS-002 / no conditions",
-)
 @pytest.mark.parametrize("cond", ['"soon"', "[1, 2]", "5"])
 def test_suspend_agent_with_non_dict_conditions_is_not_an_internal_error(
     tmp_path: Path, cond: str
