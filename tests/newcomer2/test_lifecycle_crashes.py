@@ -49,11 +49,6 @@ def test_suspend_agent_with_non_dict_conditions_is_not_an_internal_error(
     assert p.stdout.strip().endswith("survived")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harnpy workers/worker with a store file that is not an SQLite database print "
-    "a Python traceback (sqlite3.DatabaseError)",
-)
 @pytest.mark.parametrize("cmd", [["workers", "ls"], ["workers", "show", "x"], ["worker", "--once"]])
 def test_store_that_is_not_a_database_is_a_clean_error(tmp_path: Path, cmd: list[str]) -> None:
     bad = tmp_path / "bad.sqlite3"
@@ -64,11 +59,6 @@ def test_store_that_is_not_a_database_is_a_clean_error(tmp_path: Path, cmd: list
     assert "bad.sqlite3" in p.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a park with HARNPY_STORE naming a file that is not a database is an E999 "
-    "internal error (sqlite3.DatabaseError)",
-)
 def test_park_with_a_corrupt_store_is_a_diagnostic(tmp_path: Path) -> None:
     (tmp_path / "bad.sqlite3").write_text("garbage")
     prog = (
@@ -142,11 +132,6 @@ pipeline main() {
     no_crash(p)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a --resume-cmd with an unbalanced quote is a Python traceback (shlex "
-    "ValueError: No closing quotation) instead of a usage error",
-)
 def test_resume_cmd_with_unbalanced_quote_is_a_usage_error(tmp_path: Path) -> None:
     store = tmp_path / "waits.sqlite3"
     p = harnpy(

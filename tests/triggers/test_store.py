@@ -151,3 +151,10 @@ def test_store_paths(tmp_path: Path) -> None:
         resolve_store_path("postgres://db/harn")
     with pytest.raises(StoreError, match="unsupported store URL"):
         resolve_store_path("redis://x")
+
+
+def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sqlite3"
+    bad.write_text("this is not a database\n")
+    with pytest.raises(StoreError, match="bad.sqlite3.*not a usable wait store"):
+        open_store(str(bad))

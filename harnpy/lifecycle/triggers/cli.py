@@ -55,8 +55,15 @@ def add_subparsers(sub: Any) -> None:
     close.add_argument("id")
 
 
+class UsageError(Exception):
+    """A bad command-line value (exit status 2); ``str(e)`` says which."""
+
+
 def main(args: argparse.Namespace) -> int:
-    """Dispatch ``worker`` / ``workers`` commands; returns the exit status."""
+    """Dispatch ``worker`` / ``workers`` commands; returns the exit status (2 for a usage
+    error or a store that cannot be opened or read, with a one-line message naming it)."""
+    import sqlite3
+
     from harnpy.lifecycle.triggers.store import StoreError
 
     try:
@@ -65,21 +72,31 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(f"harnpy: {e}\n")
         return 2
     try:
-        if args.command == "worker":
-            return _worker(args, store)
-        cmd = getattr(args, "workers_command", None)
-        if cmd == "ls":
-            return _ls(args, store)
-        if cmd == "show":
-            return _show(args, store)
-        if cmd == "resume":
-            return _resume(args, store)
-        if cmd == "close":
-            return _close(args, store)
-        sys.stderr.write("harnpy workers: give one of ls, show ID, resume ID, close ID\n")
+        return _dispatch(args, store)
+    except UsageError as e:
+        sys.stderr.write(f"harnpy: {e}\n")
+        return 2
+    except (sqlite3.Error, StoreError) as e:
+        sys.stderr.write(f"harnpy: wait store {store.location}: {e}\n")
         return 2
     finally:
         store.close()
+
+
+def _dispatch(args: argparse.Namespace, store: Any) -> int:
+    if args.command == "worker":
+        return _worker(args, store)
+    cmd = getattr(args, "workers_command", None)
+    if cmd == "ls":
+        return _ls(args, store)
+    if cmd == "show":
+        return _show(args, store)
+    if cmd == "resume":
+        return _resume(args, store)
+    if cmd == "close":
+        return _close(args, store)
+    sys.stderr.write("harnpy workers: give one of ls, show ID, resume ID, close ID\n")
+    return 2
 
 
 def _open(option: str | None) -> Any:
@@ -96,11 +113,24 @@ def _open(option: str | None) -> Any:
 
 
 def _resume_fn(cmd: str | None) -> Any:
+    """The resume function of ``--resume-cmd`` (shell-split).
+
+    Raises:
+        UsageError: the command cannot be split (unbalanced quote) or is empty.
+    """
     import shlex
 
     from harnpy.lifecycle.triggers.runner import SubprocessResume
 
-    return SubprocessResume(shlex.split(cmd) if cmd else None)
+    if cmd is None:
+        return SubprocessResume(None)
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as e:
+        raise UsageError(f"--resume-cmd {cmd!r}: {e}") from None
+    if not argv:
+        raise UsageError("--resume-cmd is empty")
+    return SubprocessResume(argv)
 
 
 def _worker(args: argparse.Namespace, store: Any) -> int:

@@ -249,7 +249,11 @@ def configured_store_path(option: str | None = None) -> str | None:
 
 
 def open_store(path: str) -> SqliteWaitStore:
-    """Open (creating if needed) the SQLite wait store at ``path``."""
+    """Open (creating if needed) the SQLite wait store at ``path``.
+
+    Raises:
+        StoreError: not a database / cannot be opened (the message names ``path``).
+    """
     return SqliteWaitStore(path)
 
 
@@ -311,16 +315,36 @@ class SqliteWaitStore:
     """
 
     def __init__(self, path: str) -> None:
+        """Open (creating if needed) the store file ``path``.
+
+        Raises:
+            StoreError: the file is not an SQLite database (or not a wait store), or it
+                cannot be opened; the message names the file.
+        """
         self.location = os.path.abspath(path)
-        Path(self.location).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.location, timeout=30.0, isolation_level=None)
-        self._db.execute("PRAGMA busy_timeout = 30000")
         try:
-            self._db.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.OperationalError:  # pragma: no cover - e.g. a read-only mount
-            pass
-        self._db.execute("PRAGMA synchronous = FULL")
-        self._db.executescript(_SCHEMA)
+            Path(self.location).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(
+                f"cannot create the wait store {self.location}: {e.strerror or e}"
+            ) from None
+        try:
+            self._db = sqlite3.connect(self.location, timeout=30.0, isolation_level=None)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open the wait store {self.location}: {e}") from None
+        try:
+            self._db.execute("PRAGMA busy_timeout = 30000")
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError:  # pragma: no cover - e.g. a read-only mount
+                pass
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as e:
+            self._db.close()
+            raise StoreError(
+                f"{self.location} is not a usable wait store (an SQLite database): {e}"
+            ) from None
         try:
             os.chmod(self.location, 0o600)
         except OSError:  # pragma: no cover
