@@ -44,6 +44,8 @@ _SEQUENCE_METHOD = Builtin("sequence method", lambda *a: None, callback=True)
 
 
 def stack_overflow() -> HarnRuntimeError:
+    """The catchable error raised at the frame limit (spec 3.11 message)."""
+
     return plain_error("Stack overflow: too many nested calls", "E304")
 
 
@@ -437,7 +439,3 @@ class StructType:
 
     def __repr__(self) -> str:
         return f"<struct {self.name}>"
-
-
-def thread_result_stop() -> int:
-    return STOP

@@ -77,6 +77,8 @@ UNIQUE_RC = _calibrate_unique_refcount()
 
 
 def op_eval(ev: Ev, nxt: int) -> Instr:
+    """Evaluate an expression for its effects (an expression statement)."""
+
     def instr(f: Frame) -> int:
         ev(f)
         return nxt
@@ -85,6 +87,8 @@ def op_eval(ev: Ev, nxt: int) -> Instr:
 
 
 def op_store(slot: int, ev: Ev, nxt: int) -> Instr:
+    """``slots[slot] = ev()``."""
+
     def instr(f: Frame) -> int:
         f.slots[slot] = ev(f)
         return nxt
@@ -93,6 +97,8 @@ def op_store(slot: int, ev: Ev, nxt: int) -> Instr:
 
 
 def op_store_global(g: dict[str, Any], name: str, ev: Ev, nxt: int) -> Instr:
+    """``module.globals[name] = ev()`` (a top-level binding)."""
+
     def instr(f: Frame) -> int:
         g[name] = ev(f)
         return nxt
@@ -101,6 +107,8 @@ def op_store_global(g: dict[str, Any], name: str, ev: Ev, nxt: int) -> Instr:
 
 
 def op_set_const(slot: int, value: Any, nxt: int) -> Instr:
+    """``slots[slot] = value`` for a compile-time constant."""
+
     def instr(f: Frame) -> int:
         f.slots[slot] = value
         return nxt
@@ -109,6 +117,8 @@ def op_set_const(slot: int, value: Any, nxt: int) -> Instr:
 
 
 def op_jump(target: int) -> Instr:
+    """Unconditional jump to ``target``."""
+
     def instr(f: Frame) -> int:
         return target
 
@@ -127,6 +137,8 @@ def op_loop_back(target: int) -> Instr:
 
 
 def op_jump_if_false(cond: Ev, is_bool: bool, target: int, nxt: int) -> Instr:
+    """Jump to ``target`` unless ``cond`` holds (``is_bool``: cond is already a bool)."""
+
     if is_bool:
 
         def instr(f: Frame) -> int:
@@ -141,6 +153,8 @@ def op_jump_if_false(cond: Ev, is_bool: bool, target: int, nxt: int) -> Instr:
 
 
 def op_jump_if_true(cond: Ev, is_bool: bool, target: int, nxt: int) -> Instr:
+    """Jump to ``target`` when ``cond`` holds (``is_bool``: cond is already a bool)."""
+
     if is_bool:
 
         def instr(f: Frame) -> int:
@@ -155,6 +169,8 @@ def op_jump_if_true(cond: Ev, is_bool: bool, target: int, nxt: int) -> Instr:
 
 
 def op_jump_if_nil(slot: int, target: int, nxt: int) -> Instr:
+    """Jump to ``target`` when ``slots[slot]`` is nil."""
+
     def instr(f: Frame) -> int:
         return target if f.slots[slot] is None else nxt
 
@@ -162,6 +178,8 @@ def op_jump_if_nil(slot: int, target: int, nxt: int) -> Instr:
 
 
 def op_jump_if_not_nil(slot: int, target: int, nxt: int) -> Instr:
+    """Jump to ``target`` unless ``slots[slot]`` is nil (``??``)."""
+
     def instr(f: Frame) -> int:
         return nxt if f.slots[slot] is None else target
 
@@ -169,6 +187,8 @@ def op_jump_if_not_nil(slot: int, target: int, nxt: int) -> Instr:
 
 
 def op_raise(make_error: Callable[[Frame], BaseException], nxt: int) -> Instr:
+    """Raise the error ``make_error(frame)`` builds (statically known errors)."""
+
     def instr(f: Frame) -> int:
         raise make_error(f)
 
@@ -176,6 +196,8 @@ def op_raise(make_error: Callable[[Frame], BaseException], nxt: int) -> Instr:
 
 
 def op_throw(ev: Ev, nxt: int) -> Instr:
+    """``throw v``: raise :class:`HarnThrow` with the value (spec 3.12)."""
+
     def instr(f: Frame) -> int:
         raise HarnThrow(ev(f))
 
@@ -217,6 +239,8 @@ def _args_builder(argevs: list[Ev], spread: list[bool]) -> Callable[[Frame], lis
 
 
 def op_call(callee: Ev, argevs: list[Ev], spread: list[bool], target: int, nxt: int) -> Instr:
+    """Call the value of ``callee`` with the argument evs; result to ``slots[target]``."""
+
     build = _args_builder(argevs, spread)
 
     def instr(f: Frame) -> int:
@@ -278,6 +302,8 @@ def op_method(
     target: int,
     nxt: int,
 ) -> Instr:
+    """``obj.name(args)`` / ``obj?.name(args)``; result to ``slots[target]``."""
+
     build = _args_builder(argevs, spread)
 
     def instr(f: Frame) -> int:
@@ -323,6 +349,8 @@ def op_tail_call_global(
     target: int,
     nxt: int,
 ) -> Instr:
+    """``return name(args)`` for a module-level name (see :func:`op_tail_call`)."""
+
     def callee(f: Frame) -> Any:
         c = g.get(name, fallback)
         if c is None:
@@ -353,6 +381,8 @@ def run_next_defer(f: Frame, value: Any) -> int:
 
 
 def op_return(ev: Ev) -> Instr:
+    """``return v``: leave the frame (running defers, finishing generators)."""
+
     def instr(f: Frame) -> int:
         v = ev(f)
         if f.defers or f.generator is not None:
@@ -388,6 +418,8 @@ def op_return_trampoline(slot: int) -> Instr:
 
 
 def op_defer(make: Ev, nxt: int) -> Instr:
+    """``defer { ... }``: register the deferred closure on the frame (run LIFO at exit)."""
+
     def instr(f: Frame) -> int:
         clo = make(f)
         if f.defers is None:
@@ -399,6 +431,8 @@ def op_defer(make: Ev, nxt: int) -> Instr:
 
 
 def op_yield(ev: Ev, nxt: int) -> Instr:
+    """``yield v`` / ``emit v``: park the generator frame and hand ``v`` to its consumer."""
+
     def instr(f: Frame) -> int:
         if f.generator is None:
             raise runtime_error("yield outside of a generator")
@@ -517,6 +551,8 @@ def iterate_source(v: Any) -> Any:
 
 
 def op_iter_init(ev: Ev, slot: int, nxt: int) -> Instr:
+    """``for`` loop set-up: the iteration source of the value into ``slots[slot]``."""
+
     def instr(f: Frame) -> int:
         f.slots[slot] = iterate_source(ev(f))
         return nxt
@@ -605,6 +641,8 @@ def op_assign_slot_index(slot: int, key: Ev, value: Ev, op: Callable | None, nxt
 def op_assign_global_index(
     g: dict[str, Any], name: str, key: Ev, value: Ev, op: Callable | None, nxt: int
 ) -> Instr:
+    """``g[k] = v`` / ``g[k] op= v`` on a module global (see :func:`op_assign_slot_index`)."""
+
     def instr(f: Frame) -> int:
         k = key(f)
         v = value(f)
@@ -781,14 +819,20 @@ def destructure_list(v: Any, n: int, rest: bool) -> list[Any]:
 
 
 def enum_matches(v: Any, enum: str, variant: str) -> bool:
+    """Pattern test: ``v`` is variant ``variant`` of enum ``enum``."""
+
     return type(v) is EnumValue and v.enum == enum and v.variant == variant
 
 
 def list_prefix_matches(v: Any, n: int) -> bool:
+    """Pattern test: ``v`` is a list with at least ``n`` items (spec 2.6)."""
+
     return type(v) is list and len(v) >= n
 
 
 def dict_matches(v: Any) -> bool:
+    """Pattern test: ``v`` is a dict."""
+
     return type(v) is dict
 
 

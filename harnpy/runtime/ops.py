@@ -119,6 +119,8 @@ def compare(a: Any, b: Any) -> int:
 
 
 def less(a: Any, b: Any) -> bool:
+    """``a < b`` (spec 3.5 ordering)."""
+
     ta = type(a)
     if (ta is int or ta is float or ta is str) and type(b) is ta:
         return a < b
@@ -126,6 +128,8 @@ def less(a: Any, b: Any) -> bool:
 
 
 def less_eq(a: Any, b: Any) -> bool:
+    """``a <= b`` (spec 3.5 ordering)."""
+
     ta = type(a)
     if (ta is int or ta is float or ta is str) and type(b) is ta:
         return a <= b
@@ -133,6 +137,8 @@ def less_eq(a: Any, b: Any) -> bool:
 
 
 def greater(a: Any, b: Any) -> bool:
+    """``a > b`` (spec 3.5 ordering)."""
+
     ta = type(a)
     if (ta is int or ta is float or ta is str) and type(b) is ta:
         return a > b
@@ -140,6 +146,8 @@ def greater(a: Any, b: Any) -> bool:
 
 
 def greater_eq(a: Any, b: Any) -> bool:
+    """``a >= b`` (spec 3.5 ordering)."""
+
     ta = type(a)
     if (ta is int or ta is float or ta is str) and type(b) is ta:
         return a >= b
@@ -178,6 +186,8 @@ def add(a: Any, b: Any) -> Any:
 
 
 def sub(a: Any, b: Any) -> Any:
+    """``a - b`` (spec 3.6); raises ``Type error: Cannot subtract U from T``."""
+
     ta = type(a)
     tb = type(b)
     if ta is int and tb is int:
@@ -193,6 +203,8 @@ def sub(a: Any, b: Any) -> Any:
 
 
 def mul(a: Any, b: Any) -> Any:
+    """``a * b`` incl. string repetition (spec 3.6)."""
+
     ta = type(a)
     tb = type(b)
     if ta is int and tb is int:
@@ -214,6 +226,8 @@ def mul(a: Any, b: Any) -> Any:
 
 
 def div(a: Any, b: Any) -> Any:
+    """``a / b``: ints truncate toward zero, int division by zero errors, floats give inf/NaN."""
+
     ta = type(a)
     tb = type(b)
     if ta is int and tb is int:
@@ -238,6 +252,8 @@ def div(a: Any, b: Any) -> Any:
 
 
 def mod(a: Any, b: Any) -> Any:
+    """``a % b`` with the sign of the dividend (C ``fmod``); ``% 0`` errors."""
+
     ta = type(a)
     tb = type(b)
     if ta is int and tb is int:
@@ -257,6 +273,8 @@ def _int_rem(a: int, b: int) -> int:
 
 
 def power(a: Any, b: Any) -> Any:
+    """``a ** b``: wrapping int power, float for negative exponents or floats."""
+
     ta = type(a)
     tb = type(b)
     if ta is int and tb is int:
@@ -277,6 +295,8 @@ def power(a: Any, b: Any) -> Any:
 
 
 def negate(a: Any) -> Any:
+    """Unary ``-``; raises ``Runtime error: Cannot negate value of type T``."""
+
     t = type(a)
     if t is int:
         return wrap_i64(-a)
