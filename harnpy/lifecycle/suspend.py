@@ -40,11 +40,10 @@ tracing is enabled.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from typing import Any
 
 from harnpy.lifecycle._common import LOOP_MODULE, arg, now_rfc3339, strip_harness
@@ -644,18 +643,11 @@ def record_from_document(runtime: Any, doc: dict[str, Any], path: str) -> Worker
 # ====================================================================== claims
 
 
-@contextlib.contextmanager
-def _dir_lock(path: str) -> Iterator[None]:
+def _dir_lock(path: str) -> contextlib.AbstractContextManager[None]:
     """An exclusive ``flock`` of the directory holding ``path`` (claims are short)."""
-    d = os.path.dirname(os.path.abspath(path)) or "."
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+    from harnpy.lifecycle.triggers._util import dir_lock
+
+    return dir_lock(path)
 
 
 def claim(path: str, worker_id: str, park_id: str | None = None) -> bytes | None:
@@ -967,7 +959,11 @@ def register_wait(runtime: Any, rec: WorkerRecord, conditions: Any, durable: boo
         return
     d = _dispatcher(runtime)
     handle = d.register_resume_wait(
-        rec.id, conditions, rec.snapshot_path, durable=durable and d.store is not None
+        rec.id,
+        conditions,
+        rec.snapshot_path,
+        durable=durable and d.store is not None,
+        park_id=getattr(rec, "park_id", None),
     )
     if handle is None:
         return
@@ -981,14 +977,49 @@ def register_wait(runtime: Any, rec: WorkerRecord, conditions: Any, durable: boo
 
 
 def cancel_wait(runtime: Any, rec: WorkerRecord, reason: str = "resumed") -> None:
-    """Unregister ``rec``'s auto-resume wait (any resume or close; a late timer is a
-    no-op)."""
+    """Unregister ``rec``'s auto-resume wait (any resume or close, lifecycle.md 4.4; a late
+    timer is a no-op). A durable wait this process does not hold — the worker was parked by
+    another process and is resumed here (``harnpy run --resume``, ``load_agent``) — is
+    cancelled in the wait store it was recorded in, so ``harnpy worker`` never fires it."""
     wait = getattr(rec, "resume_wait", None)
     rec.resume_wait = None  # type: ignore[attr-defined]
-    if type(wait) is dict and type(wait.get("id")) is str:
-        d = getattr(runtime, "trigger_dispatcher", None)
-        if d is not None:
-            d.cancel_resume_wait(wait["id"], reason=reason)
+    if type(wait) is not dict:
+        return
+    d = getattr(runtime, "trigger_dispatcher", None)
+    wid = wait.get("id")
+    held = d is not None and type(wid) is str and wid in d.waits
+    if d is not None and held:
+        d.cancel_resume_wait(wid, reason=reason)
+    origin = wait.get("durable_origin")
+    if origin is None and wait.get("durable") and not held:
+        origin = {"id": wid, "store": wait.get("store")}
+    if type(origin) is dict and type(origin.get("id")) is str:
+        if _store_call(runtime, origin, "cancel", reason):
+            rec.cancelled_durable_wait = origin  # type: ignore[attr-defined]
+
+
+def _store_call(runtime: Any, origin: dict[str, Any], op: str, reason: str = "") -> bool:
+    """``cancel`` / ``reopen`` durable wait ``origin`` (``{id, store}``) in its store (the
+    recorded file, else the configured one); problems are warnings, never errors."""
+    from harnpy.lifecycle.triggers.store import StoreError, configured_store_path, open_store
+
+    try:
+        path = origin.get("store") or configured_store_path(
+            getattr(runtime, "wait_store_path", None)
+        )
+        if not path or not os.path.exists(path):
+            return False
+        store = open_store(path)
+        try:
+            now = runtime.clock.now_ms()
+            if op == "cancel":
+                return bool(store.cancel(origin["id"], now, reason))
+            return bool(store.reopen(origin["id"], now))
+        finally:
+            store.close()
+    except (StoreError, OSError, Exception) as e:  # noqa: BLE001 - sqlite3 errors too
+        runtime.write_err(f"harnpy: warning: could not {op} durable wait {origin.get('id')}: {e}\n")
+        return False
 
 
 def _new_park_id() -> str:
@@ -1937,6 +1968,7 @@ def commit_resume(
         original = claim(path, rec.id, park_id) if path else None
         if original is None and cold:
             raise sus_error(4, f"resume_agent: failed to load snapshot `{path}`: file not found")
+        rec.claimed_bytes = original  # type: ignore[attr-defined]
     th = None
     if cold:
         try:
@@ -1949,6 +1981,9 @@ def commit_resume(
             rollback(path, original)
             msg = e.message if isinstance(e, (SnapshotError, HarnError)) else str(e)
             raise _load_failure(path, msg) from None
+        except BaseException:
+            rollback(path, original)  # an internal error or an interrupt: the park stays
+            raise
     sus = dict(rec.suspension or {})
     if not sus and doc is not None and isinstance(doc.get("suspension"), dict):
         sus = dict(doc["suspension"])
@@ -1963,6 +1998,7 @@ def commit_resume(
     if input_text is not None:
         rec.task = input_text
         rec.history.append(input_text)
+    rec.cancelled_durable_wait = None  # type: ignore[attr-defined]
     cancel_wait(runtime, rec)
     if trigger_info is None and trigger_event is not None:
         ev = trigger_event if type(trigger_event) is dict else {}
@@ -2173,7 +2209,11 @@ def load_agent(thread: Any, *args: Any) -> dict[str, Any]:
     if isinstance(wait, dict) and isinstance(wait.get("conditions"), dict):
         d = _dispatcher(rt)
         handle = d.register_resume_wait(
-            rec.id, wait["conditions"], path, deadline_ms=wait.get("deadline_ms")
+            rec.id,
+            wait["conditions"],
+            path,
+            deadline_ms=wait.get("deadline_ms"),
+            park_id=rec.park_id,  # type: ignore[attr-defined]
         )
         if handle is not None:
             if rec.suspension is not None:
@@ -2181,7 +2221,14 @@ def load_agent(thread: Any, *args: Any) -> dict[str, Any]:
                     "id": handle["id"],
                     "version": handle["version"],
                 }
-            rec.resume_wait = {**wait, **handle}  # type: ignore[attr-defined]
+            origin = wait.get("durable_origin")
+            if wait.get("durable") and type(wait.get("id")) is str:
+                origin = {"id": wait["id"], "store": wait.get("store")}
+            rec.resume_wait = {  # type: ignore[attr-defined]
+                **wait,
+                **handle,
+                "durable_origin": origin,
+            }
     return rec.summary()
 
 
@@ -2315,11 +2362,19 @@ def resume_from_cli(
     if doc.get("harnpy_thread") is None:
         raise _load_failure(path, "the worker has not reached its suspend checkpoint")
     input_text = check_input(input_value)
+    park_id = _requested_park_id()
+    if park_id is not None and doc.get("park_id") not in (None, park_id):
+        raise sus_error(
+            6,
+            f"resume_agent: worker {rec.id} changed before resume could complete (the wait "
+            "belongs to an earlier park; the worker parked again since)",
+        )
     try:
         precheck_sources(runtime, doc, path)
     except SnapshotError as e:
         raise _load_failure(path, e.message) from None
-    original = claim(path, rec.id, None)
+    original = claim(path, rec.id, park_id if doc.get("park_id") is not None else None)
+    rec.claimed_bytes = original  # type: ignore[attr-defined]
     try:
         import_mock_state(runtime, doc)
     except Exception as e:  # noqa: BLE001 - an invalid mock queue is a load failure
@@ -2352,17 +2407,85 @@ def resume_from_cli(
     return rec
 
 
+def _requested_park_id() -> str | None:
+    """The park id of the wait a ``harnpy worker`` resume is for (``park_id`` of the
+    ``HARNPY_RESUME_REQUEST`` it sets), or None outside such a resume."""
+    import json
+
+    raw = os.environ.get("HARNPY_RESUME_REQUEST")
+    if not raw or not os.environ.get("HARNPY_WAIT_ID"):
+        return None
+    try:
+        req = json.loads(raw)
+    except ValueError:
+        return None
+    park = req.get("park_id") if isinstance(req, dict) else None
+    return park if isinstance(park, str) else None
+
+
+def undo_resume(runtime: Any, rec: WorkerRecord) -> bool:
+    """Put back the park a resume of ``rec`` claimed when that resume is abandoned before
+    the worker settled (Ctrl-C during ``harnpy run --resume``): the snapshot file gets its
+    bytes from before the claim (``suspended`` at the same park, so a later resume starts
+    again from there) and a durable wait the resume cancelled is pending again. Only while
+    the file still says ``running`` with this process as owner. Returns whether the file
+    was put back."""
+    raw = getattr(rec, "claimed_bytes", None)
+    path = rec.snapshot_path
+    if raw is None or not path or rec.status != "running":
+        return False
+    with _dir_lock(path):
+        try:
+            with open(path, "rb") as fh:
+                doc = _loads(fh.read())
+        except (OSError, ValueError):
+            return False
+        owner = doc.get("owner") if isinstance(doc, dict) else None
+        if (
+            not isinstance(doc, dict)
+            or doc.get("status") != "running"
+            or not isinstance(owner, dict)
+            or owner.get("pid") != os.getpid()
+        ):
+            return False
+        from harnpy.runtime.snapshot import write_atomic
+
+        write_atomic(path, raw, max_bytes=None, fsync=True)
+    rec.claimed_bytes = None  # type: ignore[attr-defined]
+    origin = getattr(rec, "cancelled_durable_wait", None)
+    if type(origin) is dict:
+        _store_call(runtime, origin, "reopen")
+        rec.cancelled_durable_wait = None  # type: ignore[attr-defined]
+    return True
+
+
 def drive_until_settled(runtime: Any, rec: WorkerRecord) -> bool:
     """Run the scheduler until ``rec`` is settled (not running, not mid-turn); False when
-    every thread is blocked and nothing can wake them."""
+    every thread is blocked and nothing can wake them.
+
+    An interrupt (Ctrl-C: ``KeyboardInterrupt`` / ``HarnInterrupt``) while the worker runs
+    puts its park back first (:func:`undo_resume`), then propagates: the worker stays
+    resumable from the same snapshot."""
+    from harnpy.runtime.errors import HarnInterrupt
+
     sched = runtime.scheduler
-    while rec.busy():
-        if sched.ready:
-            sched.fire_due_timers()
-            sched.run_thread(sched.ready.popleft())
-            continue
-        if not sched._wait_for_event():
-            return False
+    try:
+        while rec.busy():
+            if sched.ready:
+                sched.fire_due_timers()
+                sched.run_thread(sched.ready.popleft())
+                continue
+            if not sched._wait_for_event():
+                return False
+    except (KeyboardInterrupt, HarnInterrupt):
+        try:
+            if undo_resume(runtime, rec):
+                runtime.write_err(
+                    f"harnpy: interrupted; worker {rec.id} is parked again at {rec.snapshot_path}\n"
+                )
+        except OSError:
+            pass
+        raise
     return True
 
 

@@ -296,3 +296,56 @@ def test_sigkill_during_200_suspend_cycles_never_breaks_the_snapshot(tmp_path: P
             assert r.returncode in (0, 3), (seed, trial, r.stderr)
             _check_loadable(state)
     assert kills >= 1, f"seed {seed}: every run ended before the kill"
+
+
+SLOW_DURABLE = """
+tool slow(ms: int) -> string {
+  description "sleeps"
+  sleep(ms)
+  return "slept"
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "r",
+    conditions: {trigger: {kind: "k", provider: "github"}, timeout: {duration_minutes: 60}}}}]})
+  llm_mock({tool_calls: [{name: "slow", arguments: {ms: 3000}}]})
+  llm_mock({text: "finished ##DONE##"})
+  const r = agent_loop("Do it.", nil, {provider: "mock", tools: tool_registry([slow])})
+  println(r.snapshot_path)
+}
+"""
+
+
+def test_ctrl_c_during_a_durable_resume_puts_back_the_park_and_its_wait(tmp_path: Path) -> None:
+    """lifecycle.md 4.4 + M7: ``run --resume`` cancels the durable wait; a Ctrl-C before
+    the worker settles puts the snapshot back to ``suspended`` at the same park and makes
+    the wait pending again, so ``harnpy worker`` / ``workers resume`` still find it."""
+    (tmp_path / "main.harn").write_text(SLOW_DURABLE, encoding="utf-8")
+    env = {**ENV, "HARNPY_STORE": "default"}
+    first = harnpy("run", "main.harn", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    snap = tmp_path / first.stdout.strip()
+    before = json.loads(snap.read_text(encoding="utf-8"))
+    full_env = {**os.environ, **env}
+    full_env.pop("HARNPY_DEBUG", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harnpy", "run", "--resume", str(snap)],
+        cwd=tmp_path,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while json.loads(snap.read_text(encoding="utf-8"))["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    waits = json.loads(harnpy("workers", "ls", "--json", cwd=tmp_path, env=env).stdout)
+    assert waits == []  # the resume cancelled the durable wait
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    after = json.loads(snap.read_text(encoding="utf-8"))
+    assert after["status"] == "suspended" and after["park_id"] == before["park_id"]
+    (wait,) = json.loads(harnpy("workers", "ls", "--json", cwd=tmp_path, env=env).stdout)
+    assert wait["status"] == "pending" and wait["worker_id"] == before["id"]

@@ -24,12 +24,6 @@ def _snap_status(path: Path) -> str:
     return str(json.loads(path.read_text(encoding="utf-8"))["status"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a PreResume hook that blocks a trigger-driven resume unregisters the auto-resume "
-    "binding and cancels its timeout: the worker stays suspended with no way to auto-resume "
-    "(lifecycle.md 2.4 step 2: a blocked resume leaves the worker as it was)",
-)
 def test_pre_resume_denial_of_a_trigger_keeps_the_binding(tmp_path: Path) -> None:
     prog = """
 pipeline main(harness: Harness) {
@@ -59,11 +53,6 @@ pipeline main(harness: Harness) {
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a PreResume denial of a timeout-armed wait also cancels the timeout: advancing "
-    "the clock past the deadline never retries (the worker is stuck suspended)",
-)
 def test_pre_resume_denial_keeps_the_timeout_armed(tmp_path: Path) -> None:
     prog = """
 pipeline main(harness: Harness) {
@@ -113,12 +102,6 @@ def _durable_park(tmp_path: Path) -> tuple[dict[str, str], str, str]:
     return env, snap, str(wait["worker_id"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harnpy run --resume of a durably parked worker leaves its wait `pending` in "
-    "HARNPY_STORE; `harnpy worker` later fires it against a completed worker "
-    "(lifecycle.md 4.4: any resume cancels the binding and its timer)",
-)
 def test_run_resume_cancels_the_durable_wait(tmp_path: Path) -> None:
     env, snap, _ = _durable_park(tmp_path)
     r = harnpy("run", "--resume", snap, cwd=tmp_path, env=env)
@@ -127,12 +110,6 @@ def test_run_resume_cancels_the_durable_wait(tmp_path: Path) -> None:
     assert json.loads(ls.stdout) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a refused `harnpy workers resume` (blank input, HARN-SUS-009) marks the durable "
-    "wait failed for good although the snapshot stays suspended; a valid resume is then "
-    "refused too (lifecycle.md 2.4 step 7: a rejected resume leaves the worker suspended)",
-)
 def test_refused_workers_resume_keeps_the_wait_resumable(tmp_path: Path) -> None:
     env, snap, wid = _durable_park(tmp_path)
     bad = harnpy("workers", "resume", wid, "--input", "   ", cwd=tmp_path, env=env)
@@ -144,12 +121,6 @@ def test_refused_workers_resume_keeps_the_wait_resumable(tmp_path: Path) -> None
     assert _snap_status(tmp_path / snap) == "completed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a `harnpy workers resume` refused because the script changed (HARN-SUS-004) "
-    "marks the wait failed; after reverting the edit the worker cannot be resumed or "
-    "closed through the store",
-)
 def test_workers_resume_after_reverting_an_edit(tmp_path: Path) -> None:
     env, snap, wid = _durable_park(tmp_path)
     main = tmp_path / "main.harn"
@@ -215,11 +186,6 @@ pipeline main() {
     assert _snap_status(snap) != "running" or "4 MiB" in p.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ctrl-C during `harnpy run --resume` of a worker leaves the snapshot `running` "
-    "with a dead owner: the park is lost (every later resume: HARN-SUS-003 interrupted)",
-)
 def test_ctrl_c_during_resume_keeps_the_worker_resumable(tmp_path: Path) -> None:
     prog = """
 tool slow(ms: int) -> string {
@@ -351,12 +317,6 @@ println(r.status + " " + to_string(len(llm_mock_calls())))
     assert p.stdout.strip() == "budget_exhausted 0"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`harnpy worker` applying on_timeout: fail rewrites a worker that already "
-    "completed (resumed by run --resume) to `failed` (lifecycle.md 1.2 T10 is suspended -> "
-    "failed only; 1.3: a timeout on a worker no longer suspended is HARN-SUS-006)",
-)
 def test_timeout_fail_does_not_overwrite_a_completed_worker(tmp_path: Path) -> None:
     import sqlite3
 
@@ -393,12 +353,6 @@ pipeline main() {
     assert _snap_status(snap) == "completed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after run --resume re-parks a durable worker, the wait of its previous park stays "
-    "pending; when that stale timeout comes due `harnpy worker` resumes the new park whose "
-    "own conditions were not met",
-)
 def test_stale_wait_of_an_earlier_park_does_not_resume_the_new_park(tmp_path: Path) -> None:
     import sqlite3
 

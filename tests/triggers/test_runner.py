@@ -232,3 +232,62 @@ def test_workers_cli(tmp_path: Path) -> None:
     p = harnpy("workers", "ls", "--all", env=env)
     assert "status=cancelled" in p.stdout and "status=completed" in p.stdout
     assert harnpy("workers", "show", "nope", env=env).returncode == 1
+
+
+def _parked_snapshot(tmp_path: Path, wid: str, status: str, park_id: str) -> str:
+    p = tmp_path / f"{wid}.json"
+    doc = {"_type": "worker_snapshot", "id": wid, "status": status, "park_id": park_id}
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def _timeout_wait(tmp_path: Path, snap: str, park_id: str, action: str) -> tuple[Any, Clock]:
+    clock = Clock()
+    clock.set(NOW)
+    store = open_store(str(tmp_path / "w.db"))
+    d = TriggerDispatcher(clock=clock, store=store)
+    h = d.register_resume_wait(
+        "w",
+        {
+            "trigger": {"kind": "x", "provider": "y"},
+            "timeout": {"duration_minutes": 1, "on_timeout": action},
+        },
+        snap,
+        durable=True,
+        park_id=park_id,
+    )
+    assert h is not None and store.get(h["id"]).park_id == park_id
+    clock.advance(2 * 60_000)
+    return store, clock
+
+
+def test_timeout_fail_leaves_a_worker_that_is_no_longer_suspended_alone(tmp_path: Path) -> None:
+    snap = _parked_snapshot(tmp_path, "worker_w", "completed", "p1")
+    store, clock = _timeout_wait(tmp_path, snap, "p1", "fail")
+    (res,) = WorkerRunner(store, lambda r, t: {"status": "resumed"}, clock=clock).run_once()
+    assert res["status"] == "stale" and "HARN-SUS-006" in res["outcome"]["error"]
+    assert json.loads(Path(snap).read_text())["status"] == "completed"
+    assert [w.status for w in store.list_waits()] == ["cancelled"]
+
+
+def test_a_wait_of_an_earlier_park_never_resumes_a_later_park(tmp_path: Path) -> None:
+    snap = _parked_snapshot(tmp_path, "worker_w", "suspended", "p2")  # parked again since
+    store, clock = _timeout_wait(tmp_path, snap, "p1", "resume_with_summary")
+    calls: list[ResumeRequest] = []
+    runner = WorkerRunner(store, lambda r, t: calls.append(r) or {"status": "resumed"}, clock=clock)
+    (res,) = runner.run_once()
+    assert res["status"] == "stale" and calls == []
+    doc = json.loads(Path(snap).read_text())
+    assert doc["status"] == "suspended" and doc["park_id"] == "p2"
+
+
+def test_a_refused_resume_keeps_the_wait_pending(tmp_path: Path) -> None:
+    snap = _parked_snapshot(tmp_path, "worker_w", "suspended", "p1")
+    store, clock = _timeout_wait(tmp_path, snap, "p1", "resume_with_summary")
+    (wait,) = store.list_waits()
+    runner = WorkerRunner(store, lambda r, t: {"status": "failed", "exit_code": 1}, clock=clock)
+    res = runner.process(wait.id, manual=True)
+    assert res is not None and res["status"] == "refused"
+    again = store.get(wait.id)
+    assert again is not None and again.status == "pending" and store.receipt(wait.id) is None
+    assert store.cancel(wait.id, clock.now_ms(), "closed")  # still closable

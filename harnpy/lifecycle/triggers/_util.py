@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,33 +48,84 @@ def file_sha256(path: str | None) -> str | None:
         return None
 
 
+@contextlib.contextmanager
+def dir_lock(path: str) -> Iterator[None]:
+    """An exclusive ``flock`` of the directory holding ``path``: every read-check-write of a
+    worker snapshot (resume claims, ``harnpy workers close``, timeout failures) runs under
+    it, so they are atomic with respect to each other across processes."""
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def rewrite_snapshot_status(
-    path: str, status: str, error: str | None, now_ms: int, extra: dict[str, Any] | None = None
+    path: str,
+    status: str,
+    error: str | None,
+    now_ms: int,
+    extra: dict[str, Any] | None = None,
+    *,
+    expect_status: str | None = None,
+    expect_park_id: str | None = None,
 ) -> bool:
     """Atomically set a worker snapshot's ``status`` (and ``error``/``latest_error``), drop
-    its ``suspension`` record and stamp ``finished_at``. False when the file is missing or
-    is not a JSON object (it is then left untouched)."""
+    its ``suspension`` record and stamp ``finished_at``. With ``expect_status`` /
+    ``expect_park_id`` the file is only rewritten while it still has that status / park id
+    (checked under :func:`dir_lock`: a worker resumed, completed or parked again meanwhile
+    is left alone). False when nothing was written (missing file, not a JSON object, or an
+    expectation not met)."""
     from harnpy.runtime.snapshot import write_atomic
 
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path)) or "."):
+        return False
+    with dir_lock(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError):
+            return False
+        if not isinstance(doc, dict):
+            return False
+        inner = doc.get("worker")
+        target: dict[str, Any] = inner if isinstance(inner, dict) else doc
+        if expect_status is not None and target.get("status") != expect_status:
+            return False
+        if expect_park_id is not None and target.get("park_id") != expect_park_id:
+            return False
+        target["status"] = status
+        if error is not None:
+            target["error"] = error
+            target["latest_error"] = error
+        target["suspension"] = None
+        target["finished_at"] = rfc3339(now_ms)
+        if extra:
+            target.update(extra)
+        write_atomic(path, json.dumps(doc, indent=2, sort_keys=False), max_bytes=None)
+        return True
+
+
+def snapshot_park(path: str | None) -> tuple[str | None, str | None]:
+    """``(status, park_id)`` recorded in a worker snapshot file; ``(None, None)`` when it
+    cannot be read."""
+    if not path:
+        return None, None
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except (OSError, ValueError):
-        return False
+        return None, None
     if not isinstance(doc, dict):
-        return False
+        return None, None
     inner = doc.get("worker")
     target: dict[str, Any] = inner if isinstance(inner, dict) else doc
-    target["status"] = status
-    if error is not None:
-        target["error"] = error
-        target["latest_error"] = error
-    target["suspension"] = None
-    target["finished_at"] = rfc3339(now_ms)
-    if extra:
-        target.update(extra)
-    write_atomic(path, json.dumps(doc, indent=2, sort_keys=False), max_bytes=None)
-    return True
+    st, park = target.get("status"), target.get("park_id")
+    return (st if isinstance(st, str) else None), (park if isinstance(park, str) else None)
 
 
 def snapshot_status(path: str | None) -> str | None:

@@ -112,8 +112,9 @@ def _open(option: str | None) -> Any:
     return open_store(path)
 
 
-def _resume_fn(cmd: str | None) -> Any:
-    """The resume function of ``--resume-cmd`` (shell-split).
+def _resume_fn(cmd: str | None, capture: bool = False) -> Any:
+    """The resume function of ``--resume-cmd`` (shell-split); ``capture`` keeps the
+    child's output for the terminal (``harnpy workers resume``).
 
     Raises:
         UsageError: the command cannot be split (unbalanced quote) or is empty.
@@ -123,14 +124,14 @@ def _resume_fn(cmd: str | None) -> Any:
     from harnpy.lifecycle.triggers.runner import SubprocessResume
 
     if cmd is None:
-        return SubprocessResume(None)
+        return SubprocessResume(None, capture=capture)
     try:
         argv = shlex.split(cmd)
     except ValueError as e:
         raise UsageError(f"--resume-cmd {cmd!r}: {e}") from None
     if not argv:
         raise UsageError("--resume-cmd is empty")
-    return SubprocessResume(argv)
+    return SubprocessResume(argv, capture=capture)
 
 
 def _worker(args: argparse.Namespace, store: Any) -> int:
@@ -225,18 +226,40 @@ def _show(args: argparse.Namespace, store: Any) -> int:
 def _resume(args: argparse.Namespace, store: Any) -> int:
     from harnpy.lifecycle.triggers.runner import WorkerRunner
 
+    resume_fn = _resume_fn(args.resume_cmd, capture=True)
     rec = _find(store, args.id)
     if rec is None:
         return 1
-    runner = WorkerRunner(store, _resume_fn(args.resume_cmd), lease_ms=args.lease_ms)
+    runner = WorkerRunner(store, resume_fn, lease_ms=args.lease_ms, log=lambda text: None)
     res = runner.process(rec.id, manual=True, manual_input=args.input)
     if res is None:
         sys.stderr.write(
             f"harnpy workers: wait {rec.id} is {rec.status} and cannot be resumed now\n"
         )
         return 1
-    sys.stdout.write(f"{rec.id}: {res.get('status')}\n")
-    return 0 if res.get("status") in ("resumed", "recovered", "worker_failed") else 1
+    status = res.get("status")
+    outcome = res.get("outcome") or {}
+    output = outcome.get("output") or ""
+    ok = status in ("resumed", "recovered", "worker_failed")
+    if output:
+        (sys.stdout if ok else sys.stderr).write(output if output.endswith("\n") else output + "\n")
+    if ok:
+        sys.stdout.write(f"{rec.id}: {status}\n")
+        return 0
+    if status == "refused":
+        sys.stderr.write(
+            f"harnpy workers: the resume of {rec.id} was refused (exit status "
+            f"{outcome.get('exit_code')}); the worker is still parked and the wait stays "
+            "pending: fix the cause and resume again, or close it\n"
+        )
+    elif status == "stale":
+        sys.stderr.write(f"harnpy workers: {outcome.get('error')}; the wait was dropped\n")
+    else:
+        detail = (
+            outcome.get("error") or res.get("error") or f"exit status {outcome.get('exit_code')}"
+        )
+        sys.stderr.write(f"harnpy workers: the resume of {rec.id} failed: {detail}\n")
+    return 1
 
 
 def _close(args: argparse.Namespace, store: Any) -> int:
@@ -253,7 +276,15 @@ def _close(args: argparse.Namespace, store: Any) -> int:
         return 1
     updated = False
     if rec.snapshot_path:
-        updated = rewrite_snapshot_status(rec.snapshot_path, "cancelled", "worker cancelled", now)
+        # only a worker still parked at this wait's park is marked cancelled
+        updated = rewrite_snapshot_status(
+            rec.snapshot_path,
+            "cancelled",
+            "worker cancelled",
+            now,
+            expect_status="suspended",
+            expect_park_id=rec.park_id,
+        )
     note = " (snapshot marked cancelled)" if updated else ""
     sys.stdout.write(f"{rec.id}: cancelled{note}\n")
     return 0

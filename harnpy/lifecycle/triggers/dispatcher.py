@@ -76,6 +76,9 @@ class ResumeRequest:
     trigger_event: dict[str, Any] | None = None
     timeout_action: str | None = None
     snapshot_path: str | None = None
+    #: The park the wait belongs to (the snapshot's ``park_id`` when it was registered): a
+    #: resume for it must not resume a later park of the same worker.
+    park_id: str | None = None
 
     def trigger_info(self) -> dict[str, Any]:
         """``{id, event_id, kind, provider, dedupe_key, timeout_action}`` for the resume
@@ -106,6 +109,7 @@ class ResumeRequest:
             "trigger_event": jsonable(self.trigger_event),
             "timeout_action": self.timeout_action,
             "snapshot_path": self.snapshot_path,
+            "park_id": self.park_id,
         }
 
 
@@ -127,6 +131,7 @@ class ResumeWait:
     durable: bool
     created_ms: int
     state: str = "pending"
+    park_id: str | None = None
 
     def handle(self) -> dict[str, Any]:
         """``{id, version}`` (the summary's ``suspension.auto_resume_trigger``)."""
@@ -341,13 +346,17 @@ class TriggerDispatcher:
         *,
         deadline_ms: int | None = None,
         durable: bool = False,
+        park_id: str | None = None,
     ) -> dict[str, Any] | None:
         """Register a parked worker's wait (raw suspend path, lifecycle.md §4.2).
 
-        Returns ``{id, version, deadline_ms, next_fire_ms, durable}`` or None when the
-        conditions register nothing (open park). ``deadline_ms`` re-arms a timeout at its
-        original absolute deadline (cold loads); by default it is ``now + duration``.
-        ``durable`` also records the wait in the store (``ResumeBy.cloud_harness``).
+        Returns ``{id, version, deadline_ms, next_fire_ms, durable, store}`` (``store``:
+        the store file of a durable wait, else None) or None when the conditions register
+        nothing (open park). ``deadline_ms`` re-arms a timeout at its original absolute
+        deadline (cold loads); by default it is ``now + duration``. ``durable`` also
+        records the wait in the store (``ResumeBy.cloud_harness``); ``park_id`` (the
+        worker snapshot's park id) is recorded with it so that it can never resume a later
+        park.
 
         Raises:
             HarnError: ``HARN-SUS-002`` / ``-007`` / ``-008`` from condition parsing,
@@ -402,6 +411,7 @@ class TriggerDispatcher:
             wc.on_event,
             bool(durable and self.store is not None),
             now,
+            park_id=park_id,
         )
         b.wait = wait
         self.waits[wid] = wait
@@ -421,6 +431,7 @@ class TriggerDispatcher:
             "deadline_ms": deadline,
             "next_fire_ms": b.next_fire_ms,
             "durable": wait.durable,
+            "store": self.store.location if wait.durable else None,
         }
 
     def _wait_record(self, wait: ResumeWait, b: Binding, now: int) -> Any:
@@ -435,6 +446,7 @@ class TriggerDispatcher:
             version=wait.version,
             snapshot_path=os.path.abspath(wait.snapshot_path) if wait.snapshot_path else None,
             snapshot_sha256=file_sha256(wait.snapshot_path),
+            park_id=wait.park_id,
             conditions=wc.to_json(),
             trigger=spec.to_json() if spec is not None else None,
             provider=spec.provider if spec is not None else None,
@@ -638,7 +650,13 @@ class TriggerDispatcher:
     def _fire_wait(self, wait: ResumeWait, cause: str, event: dict[str, Any] | None) -> Any:
         """Fire ``wait`` once: build the :class:`ResumeRequest`, claim durable waits in the
         store, call the resume handler, unregister the wait. Returns the handler's result
-        (or a ``{status: "skipped", reason}`` dict)."""
+        (or a ``{status: "skipped", reason}`` dict).
+
+        A handler result that is a dict with ``pre_resume_denied`` (a PreResume hook
+        blocked the resume, lifecycle.md §2.4 step 2) leaves the wait registered as it was
+        — binding, version, timer — except that a *timeout* that fired is not armed again
+        (it would fire again at once): the worker stays suspended and a later trigger or
+        event can still resume it."""
         if wait.state != "pending":
             return {"status": "skipped", "reason": f"wait is {wait.state}"}
         req = self.resume_request(wait, cause, event)
@@ -657,16 +675,21 @@ class TriggerDispatcher:
                 self.bindings.pop(wait.id, None)
                 return {"status": "skipped", "reason": "resumed by another runner"}
             token = claim.token
-        wait.state = "fired"
-        self.bindings.pop(wait.id, None)
+        wait.state = "firing"
+        binding = self.bindings.pop(wait.id, None)
         try:
             result = self.resume_handler(req)
         except Exception as e:
+            wait.state = "fired"
             if token is not None:
                 self.store.complete(
                     wait.id, token, "failed", {"status": "failed", "error": str(e)}, now
                 )
             raise
+        if isinstance(result, dict) and result.get("pre_resume_denied") is not None:
+            self._keep_denied_wait(wait, binding, cause, token)
+            return result
+        wait.state = "fired"
         if token is not None:
             outcome = {
                 "status": "failed" if req.action == "fail" else "resumed",
@@ -674,6 +697,31 @@ class TriggerDispatcher:
             }
             self.store.complete(wait.id, token, "completed", outcome, self.now_ms())
         return result
+
+    def _keep_denied_wait(
+        self, wait: ResumeWait, binding: Binding | None, cause: str, token: str | None
+    ) -> None:
+        """A PreResume hook refused the resume of ``wait``: register it again as it was (a
+        fired timeout stays disarmed); a durable wait gets its receipt revoked and its claim
+        released."""
+        wait.state = "pending"
+        if cause == "timeout":
+            wait.deadline_ms = None
+        if binding is not None and binding.state != "terminated":
+            self.bindings[wait.id] = binding
+        if token is not None and self.store is not None:
+            try:
+                self.store.revoke_receipt(wait.id, token)
+                self.store.release(
+                    wait.id,
+                    token,
+                    self.now_ms(),
+                    "a PreResume hook denied the resume",
+                    disarm=("timeout",) if cause == "timeout" else ("due",),
+                )
+            except Exception as e:  # noqa: BLE001
+                self.warn(f"harnpy: warning: could not release wait {wait.id} in the store: {e}")
+        self.arm()
 
     def resume_request(
         self, wait: ResumeWait, cause: str, event: dict[str, Any] | None
@@ -687,6 +735,7 @@ class TriggerDispatcher:
             wait.on_timeout,
             cause,
             event,
+            park_id=wait.park_id,
         )
 
     def _timeout_event(self, wait: ResumeWait) -> dict[str, Any]:
@@ -1027,6 +1076,8 @@ def build_resume_request(
     cause: str,
     event: dict[str, Any] | None,
     manual_input: Any = None,
+    *,
+    park_id: str | None = None,
 ) -> ResumeRequest:
     """The resume request for a wait firing because of ``cause`` (lifecycle.md §4.4):
 
@@ -1038,7 +1089,13 @@ def build_resume_request(
     * ``manual`` (``harnpy workers resume``): ``manual_input``, initiator ``operator``.
     """
     req = ResumeRequest(
-        wait_id, version, worker_id, cause=cause, trigger_event=event, snapshot_path=snapshot_path
+        wait_id,
+        version,
+        worker_id,
+        cause=cause,
+        trigger_event=event,
+        snapshot_path=snapshot_path,
+        park_id=park_id,
     )
     payload = (event or {}).get("provider_payload")
     raw = payload.get("raw") if isinstance(payload, dict) else None

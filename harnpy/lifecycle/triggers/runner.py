@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harnpy.lifecycle.triggers._util import rewrite_snapshot_status
+from harnpy.lifecycle.triggers._util import rewrite_snapshot_status, snapshot_park
 from harnpy.lifecycle.triggers.dispatcher import (
     ResumeRequest,
     build_resume_request,
@@ -51,6 +51,8 @@ CRASH_ENV = "HARNPY_WORKER_TEST_CRASH"
 CRASH_EXIT = 86
 #: Exit status of the resume shim when the wait's resume already began elsewhere.
 ALREADY_RESUMED_EXIT = 75
+#: Exit status of ``harnpy run --resume`` when the resumed worker parked again.
+PARKED_AGAIN_EXIT = 3
 DEFAULT_LEASE_MS = 60_000
 DEFAULT_POLL_MS = 1_000
 DEFAULT_MAX_ATTEMPTS = 5
@@ -116,9 +118,17 @@ class SubprocessResume:
     #: The shim begins the ticket in the child process (the runner must not).
     begins_itself = True
 
-    def __init__(self, command: list[str] | None = None, heartbeat_s: float | None = None):
+    def __init__(
+        self,
+        command: list[str] | None = None,
+        heartbeat_s: float | None = None,
+        capture: bool = False,
+    ):
         self.command = command
         self.heartbeat_s = heartbeat_s
+        #: Also return the child's output (``outcome["output"]``, the last 8000 characters
+        #: of what it wrote to the log) so an interactive command can show it.
+        self.capture = capture
 
     def argv(self, req: ResumeRequest) -> list[str]:
         """The command line resuming ``req`` (without the shim)."""
@@ -153,6 +163,7 @@ class SubprocessResume:
         log_path = os.path.join(log_dir, f"{req.wait_id}.log")
         beat = self.heartbeat_s or max(0.05, ticket.lease_ms / 3000.0)
         with open(log_path, "ab") as log:
+            start = log.tell()
             proc = subprocess.Popen(shim, env=env, stdout=log, stderr=subprocess.STDOUT)
             last = time.monotonic()
             while True:
@@ -166,10 +177,19 @@ class SubprocessResume:
         out: dict[str, Any] = {"exit_code": rc, "command": cmd, "log": log_path}
         if rc == ALREADY_RESUMED_EXIT:
             out["status"] = "already_resumed"
-        elif rc == 0:
+        elif rc in (0, PARKED_AGAIN_EXIT):
             out["status"] = "resumed"
+            if rc == PARKED_AGAIN_EXIT:
+                out["parked_again"] = True
         else:
             out["status"] = "failed"
+        if self.capture:
+            try:
+                with open(log_path, "rb") as fh:
+                    fh.seek(start)
+                    out["output"] = fh.read().decode("utf-8", "replace")[-8000:]
+            except OSError:
+                out["output"] = ""
         return out
 
 
@@ -269,6 +289,12 @@ class WorkerRunner:
             cause, event = "manual", None
         else:
             cause, event = self._cause(rec, now)
+        stale = self._stale(rec, cause)
+        if stale is not None:
+            outcome = {"cause": cause, "status": "stale", "error": stale}
+            self.store.complete(rec.id, token, "cancelled", outcome, self.clock.now_ms())
+            self.log(f"{rec.id}: {stale}")
+            return {**base, "status": "stale", "outcome": outcome}
         req = build_resume_request(
             rec.id,
             rec.version,
@@ -278,6 +304,7 @@ class WorkerRunner:
             cause,
             event,
             manual_input,
+            park_id=rec.park_id,
         )
         ticket = ResumeTicket(self.store, rec.id, token, self.clock, self.lease_ms)
         _crash_hook("before_fire")
@@ -294,10 +321,64 @@ class WorkerRunner:
             return self._resume_error(rec, token, base, e)
         _crash_hook("after_fire")
         outcome = {"cause": cause, **outcome}
+        if outcome.get("status") == "failed" and self._still_parked(rec):
+            return self._refused(rec, token, base, outcome, manual)
         final = "failed" if outcome.get("status") == "failed" else "completed"
         self.store.complete(rec.id, token, final, outcome, self.clock.now_ms())
         self.log(f"{rec.id}: {cause} -> {outcome.get('status')}")
         return {**base, "status": outcome.get("status"), "outcome": outcome}
+
+    def _stale(self, rec: WaitRecord, cause: str) -> str | None:
+        """The ``HARN-SUS-006`` text when ``rec``'s worker snapshot shows that the wait no
+        longer applies — the worker is not suspended any more (resumed, completed, closed)
+        or it parked again since (another park id) — else None. A snapshot that cannot be
+        read is left to the resume itself to report."""
+        status, park = snapshot_park(rec.snapshot_path)
+        if status is None:
+            return None
+        what = {"timeout": "auto-resume timeout", "manual": "resume"}.get(cause, "auto-resume")
+        if status != "suspended":
+            return (
+                f"HARN-SUS-006: {what}: worker {rec.worker_id} is no longer suspended "
+                f"(status={status})"
+            )
+        if rec.park_id is not None and park != rec.park_id:
+            return (
+                f"HARN-SUS-006: {what}: worker {rec.worker_id} parked again since this wait "
+                "was registered; the wait of the earlier park is dropped"
+            )
+        return None
+
+    def _still_parked(self, rec: WaitRecord) -> bool:
+        """Whether ``rec``'s worker snapshot is still suspended at the wait's park (a resume
+        that failed without taking effect: refused before its claim, or rolled back)."""
+        status, park = snapshot_park(rec.snapshot_path)
+        return status == "suspended" and (rec.park_id is None or park == rec.park_id)
+
+    def _refused(
+        self,
+        rec: WaitRecord,
+        token: str,
+        base: dict[str, Any],
+        outcome: dict[str, Any],
+        manual: bool,
+    ) -> dict[str, Any]:
+        """A resume that failed without taking effect (the snapshot is still parked: blank
+        input, changed source, a resume command that could not run...): its receipt is
+        revoked and the claim released, so the wait stays resumable and closable. A manual
+        resume is reported ``refused``; an automatic one is retried up to ``max_attempts``
+        times."""
+        now = self.clock.now_ms()
+        self.store.revoke_receipt(rec.id, token)
+        why = f"resume did not take effect (exit status {outcome.get('exit_code')})"
+        if not manual and rec.attempts >= self.max_attempts:
+            done = {**outcome, "gave_up": True, "error": why}
+            self.store.complete(rec.id, token, "failed", done, now)
+            self.log(f"{rec.id}: {why}; giving up after {rec.attempts} attempts")
+            return {**base, "status": "failed", "outcome": done}
+        self.store.release(rec.id, token, now, why)
+        self.log(f"{rec.id}: {why}; the wait stays pending")
+        return {**base, "status": "refused" if manual else "retry", "outcome": outcome}
 
     def _resume_error(
         self, rec: WaitRecord, token: str, base: dict[str, Any], e: Exception
@@ -357,12 +438,28 @@ class WorkerRunner:
         return "timeout", timeout_event(rec.id, rec.worker_id, rec.on_timeout, rec.deadline_ms, now)
 
     def _apply_fail(self, req: ResumeRequest, ticket: ResumeTicket) -> dict[str, Any]:
-        """``on_timeout: "fail"`` (T10): mark the worker snapshot failed, once."""
+        """``on_timeout: "fail"`` (T10, suspended -> failed only): mark the worker snapshot
+        failed, once, and only while it is still suspended at the wait's park (checked
+        under the snapshot directory's lock). A worker that is no longer suspended is left
+        as it is: ``HARN-SUS-006`` (lifecycle.md 1.3)."""
         if not ticket.begin(req.to_json()):
             return {"status": "already_resumed"}
         updated = False
         if req.snapshot_path:
             updated = rewrite_snapshot_status(
-                req.snapshot_path, "failed", "auto-resume timeout expired", self.clock.now_ms()
+                req.snapshot_path,
+                "failed",
+                "auto-resume timeout expired",
+                self.clock.now_ms(),
+                expect_status="suspended",
+                expect_park_id=req.park_id,
             )
+            if not updated:
+                status, _ = snapshot_park(req.snapshot_path)
+                if status is not None:
+                    return {
+                        "status": "stale",
+                        "error": f"HARN-SUS-006: auto-resume timeout: worker {req.worker_id} "
+                        f"is no longer suspended (status={status})",
+                    }
         return {"status": "worker_failed", "snapshot_updated": updated}

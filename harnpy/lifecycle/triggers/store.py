@@ -67,7 +67,9 @@ class WaitRecord:
     ``match_events`` the event kinds the trigger matches; ``schedule``/``timezone``/
     ``catchup_mode`` and ``next_fire_ms``/``last_tick_ms`` describe a cron trigger;
     ``deadline_ms``/``on_timeout`` the absolute timeout. ``snapshot_sha256`` is the hash of
-    the worker snapshot when the wait was registered.
+    the worker snapshot when the wait was registered; ``park_id`` the snapshot's park id
+    then (a wait only ever resumes the park that registered it; None in records written
+    before park ids were stored).
     """
 
     id: str
@@ -75,6 +77,7 @@ class WaitRecord:
     version: int = 1
     snapshot_path: str | None = None
     snapshot_sha256: str | None = None
+    park_id: str | None = None
     conditions: dict[str, Any] = field(default_factory=dict)
     trigger: dict[str, Any] | None = None
     provider: str | None = None
@@ -192,6 +195,13 @@ class WaitStore(Protocol):
 
     def finish_receipt(self, wait_id: str, token: str, outcome: Any, now_ms: int) -> None:
         """Attach the resume's own outcome to its receipt."""
+
+    def revoke_receipt(self, wait_id: str, token: str) -> bool:
+        """Delete the receipt written by claim ``token`` when that resume did not take
+        effect (it was refused before changing anything)."""
+
+    def reopen(self, wait_id: str, now_ms: int) -> bool:
+        """Make a wait cancelled by a resume that was then undone (Ctrl-C) pending again."""
 
     def complete(
         self, wait_id: str, token: str | None, status: str, outcome: Any, now_ms: int
@@ -554,8 +564,18 @@ class SqliteWaitStore:
             self._write(rec)
             return True
 
-    def release(self, wait_id: str, token: str, now_ms: int, error: str | None) -> bool:
-        """Return claim ``token`` unused: the wait is pending again (``last_error`` kept)."""
+    def release(
+        self,
+        wait_id: str,
+        token: str,
+        now_ms: int,
+        error: str | None,
+        *,
+        disarm: tuple[str, ...] = (),
+    ) -> bool:
+        """Return claim ``token`` unused: the wait is pending again (``last_error`` kept).
+        ``disarm`` names causes that fired and must not fire again: ``"timeout"`` clears the
+        deadline, ``"due"`` the arrived event/trigger."""
         with self._txn():
             rec = self._load(wait_id)
             if rec is None or rec.status != "claimed" or rec.claim_token != token:
@@ -564,6 +584,42 @@ class SqliteWaitStore:
             rec.claimed_by = rec.claim_token = None
             rec.lease_until_ms = None
             rec.last_error = error
+            rec.updated_at_ms = now_ms
+            if "timeout" in disarm:
+                rec.deadline_ms = None
+            if "due" in disarm:
+                rec.due_reason = rec.due_payload = rec.due_at_ms = None
+            self._write(rec)
+            return True
+
+    def revoke_receipt(self, wait_id: str, token: str) -> bool:
+        """Delete the receipt of claim ``token`` (the resume it announced was refused
+        before it changed anything: blank input, changed source, a PreResume hook...), so
+        the wait can be resumed or closed later. False when there is no such receipt."""
+        with self._txn():
+            cur = self._db.execute(
+                "DELETE FROM resume_receipts WHERE wait_id = ? AND token = ?", (wait_id, token)
+            )
+            return bool(cur.rowcount)
+
+    def reopen(self, wait_id: str, now_ms: int) -> bool:
+        """Undo the cancellation a resume made (``harnpy run --resume`` interrupted before
+        the worker settled: its snapshot was put back to ``suspended``): a wait cancelled
+        for reason ``resumed`` whose resume never began is ``pending`` again."""
+        with self._txn():
+            rec = self._load(wait_id)
+            if rec is None or rec.status != "cancelled":
+                return False
+            if not isinstance(rec.outcome, dict) or rec.outcome.get("reason") != "resumed":
+                return False
+            began = self._db.execute(
+                "SELECT 1 FROM resume_receipts WHERE wait_id = ?", (wait_id,)
+            ).fetchone()
+            if began:
+                return False
+            rec.status = "pending"
+            rec.outcome = None
+            rec.completed_at_ms = None
             rec.updated_at_ms = now_ms
             self._write(rec)
             return True
