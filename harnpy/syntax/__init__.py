@@ -22,12 +22,25 @@ __all__ = ["HarnSyntaxError", "parse", "parse_expression"]
 def parse(source: str, path: str = "<input>") -> ast.Module:
     """Parse a whole Harn file into an :class:`ast.Module`.
 
+    A file path (one not written ``<...>``, like ``<input>`` or ``<repl>``) uses the parsed
+    module cache of :mod:`harnpy.syntax.cache`: an unchanged file is not parsed again.
+
     Raises:
         HarnSyntaxError: on any lexing or parsing error.
     """
+    cacheable = not path.startswith("<")
+    if cacheable:
+        from harnpy.syntax import cache
+
+        hit = cache.load_module(source, path)
+        if hit is not None:
+            return hit
     from harnpy.syntax.parser import parse as _parse
 
-    return _parse(source, path)
+    module = _parse(source, path)
+    if cacheable:
+        cache.store_module(source, path, module)
+    return module
 
 
 def parse_expression(source: str, path: str = "<input>") -> ast.Expr:

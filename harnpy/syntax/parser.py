@@ -1,20 +1,18 @@
 """The Harn parser: Lark LALR over ``grammar/harn.lark`` with the Harn lexer, to AST.
 
 The Lark object is built lazily on first use and cached on disk (Lark's ``cache=``, file
-keyed by a hash of the grammar text, the Lark version and the Python version) under
-``$XDG_CACHE_HOME/harnpy`` or ``~/.cache/harnpy``, falling back to the temp directory and then
-to no cache when neither is writable. Every failure becomes a :class:`HarnSyntaxError`.
+keyed by a hash of the grammar text, the Lark version and the Python version) in the
+directory :func:`harnpy.syntax.cache.cache_dirs` picks, or not cached when there is none.
+Parsed files are cached too (:mod:`harnpy.syntax.cache`), so a run whose files are all
+unchanged never loads Lark's tables. Every failure becomes a :class:`HarnSyntaxError`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sys
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import lark
@@ -23,6 +21,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from harnpy.diagnostics import Diagnostic
 from harnpy.syntax import ast
+from harnpy.syntax.cache import cache_dirs
 from harnpy.syntax.errors import (
     E_UNEXPECTED_CHAR,
     E_UNEXPECTED_EOF,
@@ -30,6 +29,7 @@ from harnpy.syntax.errors import (
     HarnSyntaxError,
     syntax_error,
 )
+from harnpy.syntax.grammar_file import grammar_path
 from harnpy.syntax.lexer import (
     CLOSER_OF,
     CONTEXTUAL,
@@ -41,46 +41,15 @@ from harnpy.syntax.lexer import (
 )
 from harnpy.syntax.transform import AstBuilder
 
-_GRAMMAR_CANDIDATES = (
-    Path(__file__).resolve().parent.parent / "_data" / "grammar" / "harn.lark",  # wheel
-    Path(__file__).resolve().parents[2] / "grammar" / "harn.lark",  # source checkout
-)
-
 _parser: Lark | None = None
-
-
-def grammar_path() -> Path:
-    """Location of ``harn.lark`` (installed wheel first, then the source checkout).
-
-    Raises:
-        FileNotFoundError: neither location holds the grammar.
-    """
-    for path in _GRAMMAR_CANDIDATES:
-        if path.is_file():
-            return path
-    raise FileNotFoundError("harn.lark not found in " + ", ".join(map(str, _GRAMMAR_CANDIDATES)))
-
-
-def _cache_dirs() -> list[Path]:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return [Path(base) / "harnpy", Path(tempfile.gettempdir()) / "harnpy-cache"]
 
 
 def _cache_file(grammar_text: str) -> str | None:
     """A writable cache file path for this grammar, or None (then no cache is used)."""
     key = f"{grammar_text}\0{lark.__version__}\0{sys.version_info[:2]}".encode()
     name = f"harn-grammar-{hashlib.sha256(key).hexdigest()[:20]}.lark-cache"
-    for directory in _cache_dirs():
-        target = directory / name
-        if target.is_file() and os.access(target, os.R_OK):
-            return str(target)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(directory, os.W_OK):
-            return str(target)
-    return None
+    dirs = cache_dirs()
+    return str(dirs[0] / name) if dirs else None
 
 
 def get_parser() -> Lark:
