@@ -402,35 +402,19 @@ def _loads(data: bytes) -> Any:
 
 
 def largest_parts(doc: dict[str, Any], runtime: Any = None, limit: int = 3) -> list[str]:
-    """``"<part> (<n> bytes)"`` for the biggest parts of a worker snapshot: its top-level
-    keys, and inside the embedded thread the frame variables (``<fn>.<name>``) and module
-    globals. Used to say what makes a snapshot too big."""
-    sizes: list[tuple[int, str]] = []
-    for k, v in doc.items():
-        if k == "harnpy_thread" or v is None:
-            continue
-        sizes.append((len(_dumps({"v": v})) - 6, k))
-    tdoc = doc.get("harnpy_thread")
-    if isinstance(tdoc, dict):
-        modules = getattr(runtime, "modules", {}) if runtime is not None else {}
-        for rec in tdoc.get("heap") or []:
-            if not (isinstance(rec, dict) and rec.get("$t") == "frame"):
-                continue
-            names: list[Any] = []
-            fname = "?"
-            try:
-                key, cid = rec["code"]
-                code = modules[key].codes[cid]
-                names, fname = list(code.slot_names), code.name
-            except (KeyError, TypeError, ValueError):
-                pass
-            for i, v in enumerate(rec.get("slots") or []):
-                name = names[i] if i < len(names) and names[i] else f"$tmp{i}"
-                sizes.append((len(_dumps({"v": v})) - 6, f"{fname}.{name}"))
-        for key, g in (tdoc.get("globals") or {}).items():
-            sizes.append((len(_dumps({"v": g})) - 6, f"globals of {key}"))
-    sizes.sort(reverse=True)
-    return [f"{name} ({n} bytes)" for n, name in sizes[:limit]]
+    """``"<description> (<n> bytes)"`` for the biggest specific parts of a worker snapshot,
+    heap objects (``$ref``) attributed to the variable, capture or field that holds them
+    (:mod:`harnpy.lifecycle.snapshot_sizes`). Used to say what makes a snapshot too big."""
+    from harnpy.lifecycle.snapshot_sizes import largest_parts as parts
+
+    try:
+        return parts(doc, runtime, limit)
+    except RecursionError:  # a pathologically deep value: fall back to the record's fields
+        sizes = sorted(
+            ((len(_dumps({"v": v})) - 6, k) for k, v in doc.items() if v is not None),
+            reverse=True,
+        )
+        return [f"the snapshot field `{k}` ({n} bytes)" for n, k in sizes[:limit]]
 
 
 def write_document(
@@ -467,12 +451,17 @@ def persist(
     st: dict[str, Any] | None = None,
     durable: bool = True,
     required: bool = False,
+    reduce: bool = False,
 ) -> bool:
     """Write ``rec``'s snapshot (:func:`build_document`); returns whether a file was written.
 
-    A value that cannot be snapshotted, or a document over 4 MiB, always raises. An I/O
-    failure raises only when ``required`` (a root loop's park: the file is the only copy);
-    otherwise it is reported once on stderr and the in-memory state stays authoritative.
+    A value that cannot be snapshotted, or a document over 4 MiB, always raises — except
+    that with ``reduce`` (metadata writes of a settled worker: completion, failure, close)
+    an over-cap document is written reduced instead (:func:`reduced_document`: no
+    transcript, trimmed result) with a warning on stderr, so the file never keeps saying
+    ``running``. An I/O failure raises only when ``required`` (a root loop's park: the file
+    is the only copy); otherwise it is reported once on stderr and the in-memory state
+    stays authoritative.
 
     Raises:
         HarnRuntimeError: ``E402`` / ``E403`` from the snapshot layer, or the I/O error.
@@ -482,7 +471,17 @@ def persist(
         doc = build_document(
             runtime, rec, thread=thread, bottom=bottom, pending_slot=pending_slot, st=st
         )
-        write_document(path, doc, durable=durable, runtime=runtime)
+        try:
+            write_document(path, doc, durable=durable, runtime=runtime)
+        except SnapshotError as e:
+            if not reduce or e.code != "E403":
+                raise
+            doc, dropped = reduced_document(doc)
+            write_document(path, doc, durable=durable, runtime=runtime)
+            runtime.write_err(
+                f"harnpy: warning: the final snapshot of worker {rec.id} ({rec.status}) was "
+                f"over the 4 MiB limit; saved without {dropped} ({path})\n"
+            )
     except SnapshotError as e:
         raise runtime_error(f"cannot snapshot worker {rec.id}: {e.message}") from None
     except OSError as e:
@@ -507,14 +506,55 @@ def persist(
     return True
 
 
+def reduced_document(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A metadata document (no evaluator state) cut down to fit the 4 MiB cap, and what was
+    left out: the transcript first (``transcript_dropped: true``), then the result's text
+    (``latest_payload`` keeps ``status`` and the first 2,000 characters of ``summary``),
+    then the task history and the request options. Status, error and the other record
+    fields are kept."""
+    out = dict(doc)
+    steps: list[str] = []
+
+    def fits() -> bool:
+        return len(_dumps(out)) <= MAX_SNAPSHOT_BYTES
+
+    if out.get("transcript") is not None:
+        out["transcript"] = None
+        out["transcript_dropped"] = True
+        steps.append("its transcript")
+    if not fits() and out.get("latest_payload") is not None:
+        lp = out["latest_payload"]
+        summary = lp.get("summary") if isinstance(lp, dict) else None
+        out["latest_payload"] = {
+            "status": lp.get("status") if isinstance(lp, dict) else None,
+            "summary": summary[:2000] if isinstance(summary, str) else None,
+            "truncated": True,
+        }
+        steps.append("the full result")
+    if not fits():
+        hist = out.get("history") or []
+        out["history"] = [h[:2000] if isinstance(h, str) else h for h in hist[-1:]]
+        if isinstance(out.get("task"), str):
+            out["task"] = out["task"][:2000]
+        cfg = out.get("config")
+        if isinstance(cfg, dict) and isinstance(cfg.get("spec"), dict):
+            out["config"] = {**cfg, "spec": {**cfg["spec"], "options": {}, "task": out["task"]}}
+        out["request"] = None
+        steps.append("its task history and options")
+    return out, " and ".join(steps) or "nothing"
+
+
 def persist_metadata(runtime: Any, rec: WorkerRecord) -> None:
     """Advisory write of ``rec``'s metadata (spawn, completion, cancel): no evaluator state,
     no fsync, skipped unless ``carry.persist_state`` (default true) or a snapshot file
     already exists (a closed suspended worker must be marked so in its file)."""
     if not rec.carry.get("persist_state", True) and not os.path.exists(rec.snapshot_path):
         return
-    with contextlib.suppress(HarnError):
-        persist(runtime, rec, durable=False)
+    try:
+        persist(runtime, rec, durable=False, reduce=rec.status != "running")
+    except HarnError as e:
+        if rec.status != "running":  # a settled worker whose final state was not saved
+            runtime.write_err(f"harnpy: warning: {e.message}\n")
 
 
 # ====================================================================== loading

@@ -139,7 +139,9 @@ pipeline main() {
 """
     )
     (msg,) = lines(out)
-    assert "over the 4194304-byte (4 MiB) limit; largest parts: transcript (" in msg
+    assert "over the 4194304-byte (4 MiB) limit; largest parts: the transcript (" in msg
+    # the 5 MiB tool result held by the loop's records is named, not the variable `st`
+    assert "the string at __agent_park_and_resume.st.records[0].result (" in msg
 
 
 def test_load_checks_version_mode_and_source_hash(run_harn: RunHarn, state_dir: Path) -> None:

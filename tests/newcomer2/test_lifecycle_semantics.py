@@ -133,11 +133,6 @@ def test_workers_resume_after_reverting_an_edit(tmp_path: Path) -> None:
     assert _snap_status(tmp_path / snap) == "completed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the 4 MiB cap error names small frame slots instead of the 4.8 MB list held "
-    "by the tool closure (heap objects reached through $ref are not attributed)",
-)
 def test_size_cap_error_names_the_big_capture(tmp_path: Path) -> None:
     prog = """
 pipeline main() {
@@ -159,11 +154,6 @@ pipeline main() {
     assert "big" in part, msg
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a worker that completes with a snapshot over 4 MiB stays `running` on disk "
-    "(the completion persist fails silently); a later load calls it interrupted",
-)
 def test_completed_worker_snapshot_over_the_cap_is_not_silently_running(tmp_path: Path) -> None:
     prog = """
 tool big(n: int) -> string {

@@ -949,6 +949,8 @@ class TriggerDispatcher:
         ticks of waits (each wait fires once, for its earliest due cause) and cron ticks of
         other bindings (per ``catchup_mode``). Returns one record per fire:
         ``{binding_id, cause, at_ms, tick_at, coalesced, result}``."""
+        from harnpy.runtime.errors import HarnError
+
         now = self.now_ms() if now_ms is None else now_ms
         fired: list[dict[str, Any]] = []
         for wait, cause, at in self.due_waits(now):
@@ -969,6 +971,10 @@ class TriggerDispatcher:
             except _DispatchFailure as e:
                 self.warn(f"harnpy: warning: {e}")
                 result = {"status": "failed", "error": str(e)}
+            except HarnError as e:
+                # e.g. HARN-SUS-006: the worker is no longer suspended; nothing changed
+                self.warn(f"harnpy: warning: {_error_text(e)}")
+                result = {"status": "failed", "error": _error_text(e)}
             rec = {
                 "binding_id": wait.id,
                 "worker_id": wait.worker_id,
