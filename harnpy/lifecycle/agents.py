@@ -141,6 +141,12 @@ def new_state(
         system = opts["system"]
     svc = services(runtime)
     entries = to_entries(runtime, opts.get("tools"), where)
+    if opts.get("subagents") or opts.get("subagent_tools"):
+        # lifecycle.md 2.10 / 2.13: the model-facing subagent_pause / subagent_resume tools
+        from harnpy.lifecycle.suspend import subagent_tool_entries
+
+        names = {e.get("name") for e in entries}
+        entries = entries + [e for e in subagent_tool_entries(runtime) if e["name"] not in names]
     tool_format = opts.get("tool_format") or "native"
     if tool_format not in ("native", "text", "auto"):
         raise thrown(f'{where}: tool_format must be "native" or "text"')

@@ -1573,6 +1573,72 @@ def suspend_agent(thread: Any, *args: Any) -> Gen:
     return rec.summary()
 
 
+# ====================================================================== subagent tools
+
+
+def subagent_tool_entries(runtime: Any) -> list[dict[str, Any]]:
+    """The registry entries of the model-facing ``subagent_pause`` / ``subagent_resume``
+    tools (lifecycle.md 2.10) that ``agent_loop`` adds with ``subagents: true`` (alias
+    ``subagent_tools: true``); their handlers are the builtins below."""
+    builtins = runtime.builtins
+    return [
+        {
+            "name": "subagent_pause",
+            "description": "Suspend a child agent worker.",
+            "parameters": {
+                "type": "object",
+                "properties": {"handle": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["handle"],
+            },
+            "handler": builtins["__subagent_pause_tool"],
+            "executor": "harn",
+        },
+        {
+            "name": "subagent_resume",
+            "description": "Resume a suspended child agent worker.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "handle": {"type": "string"},
+                    "input": {"type": "string"},
+                    "continue_transcript": {"type": "boolean"},
+                },
+                "required": ["handle"],
+            },
+            "handler": builtins["__subagent_resume_tool"],
+            "executor": "harn",
+        },
+    ]
+
+
+@builtin("__subagent_pause_tool", callback=True)
+def subagent_pause_tool(thread: Any, args: Any = None) -> Gen:
+    """Handler of the ``subagent_pause({handle, reason?})`` tool (2.10):
+    ``suspend_agent(handle, reason, {initiator: "parent"})``; idempotent on a suspended
+    child."""
+    a: dict[str, Any] = args if type(args) is dict else {}
+    reason = a.get("reason")
+    return (
+        yield from suspend_agent(
+            thread, a.get("handle"), "" if reason is None else reason, {"initiator": "parent"}
+        )
+    )
+
+
+@builtin("__subagent_resume_tool", callback=True)
+def subagent_resume_tool(thread: Any, args: Any = None) -> Gen:
+    """Handler of the ``subagent_resume({handle, input?, continue_transcript? = true})``
+    tool (2.10): ``resume_agent`` with initiator ``parent``."""
+    a: dict[str, Any] = args if type(args) is dict else {}
+    cont = a.get("continue_transcript")
+    opts = {
+        "input": a.get("input"),
+        "continue_transcript": True if cont is None else cont,
+        "initiator": "parent",
+    }
+    return (yield from resume_agent(thread, a.get("handle"), opts))
+
+
 # ====================================================================== resuming
 
 

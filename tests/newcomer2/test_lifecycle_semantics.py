@@ -381,11 +381,6 @@ pipeline main() {
     assert doc["suspension"]["reason"] == "second"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent_loop ignores the documented `subagents: true` / `subagent_tools: true` "
-    "options: subagent_pause / subagent_resume are unknown tools (lifecycle.md 2.10, 2.13)",
-)
 @pytest.mark.parametrize("option", ["subagents", "subagent_tools"])
 def test_agent_loop_subagents_option_adds_the_tools(tmp_path: Path, option: str) -> None:
     prog = f"""
