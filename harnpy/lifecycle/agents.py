@@ -836,12 +836,23 @@ def loop_result(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:
     if st["error"] is not None:
         out["error"] = st["error"]
     if st["suspension"] is not None:
+        # a root loop that parked returns the Suspension (lifecycle.md 3.3): it never
+        # carries transcript text, so the loop fields that hold conversation text are left
+        # out; the counters and tool names of 2.13 stay (docs/impl.md, "Agents, workers,
+        # suspension")
+        for key in SUSPENDED_PRIVATE_KEYS:
+            out.pop(key, None)
         sus = st["suspension"]
         out.update(sus if type(sus) is dict else {})
         out["status"] = "suspended"
         out["final_status"] = "suspended"
         out.setdefault("iterations_completed", st["iteration"])
     return out
+
+
+#: Loop-result keys a suspended root loop's result leaves out: they hold transcript text
+#: (prompt, model answers, tool arguments and results).
+SUSPENDED_PRIVATE_KEYS = ("text", "visible_text", "last_text", "tool_calls", "transcript")
 
 
 @builtin("__agent_call_count")

@@ -402,13 +402,6 @@ pipeline main() {{
     assert p.stdout.splitlines()[0] == "[subagent_pause:ok]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Suspension a root agent_loop returns to its caller carries the transcript "
-    "(prompt text, tool results) in transcript/text/tool_calls/trace, unlike the worker-mode "
-    "payload (lifecycle.md 3.3: the envelope must not carry transcript text; 2.13 lists "
-    "the loop result fields, so the two sections disagree)",
-)
 def test_root_loop_suspension_carries_no_transcript_text(tmp_path: Path) -> None:
     prog = """
 tool lookup(q: string) -> string {
