@@ -43,6 +43,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of every subcommand: ``run``, ``check``, ``test``, ``repl`` and the
+    worker commands of :mod:`harnpy.lifecycle.triggers.cli`."""
     p = argparse.ArgumentParser(
         prog="harnpy", description="Run Harn scripts: agent orchestration with resumable state."
     )
@@ -133,6 +135,9 @@ def _read_source(path: str) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """``harnpy run``: validate the ``--llm-mock`` options, then resume a snapshot (``--resume``)
+    or run ``-e CODE`` or FILE with the script arguments after ``--``. Returns the exit code (2
+    for bad options, no program or an unreadable file)."""
     script_args = list(args.args or [])
     if script_args and script_args[0] == "--":
         script_args = script_args[1:]
@@ -255,6 +260,7 @@ def _configure_llm(rt: Any, args: Any) -> None:
 
 
 def flush_stdout() -> None:
+    """Flush ``sys.stdout``, ignoring any error (e.g. a closed pipe)."""
     try:
         sys.stdout.flush()
     except Exception:  # noqa: BLE001
@@ -297,6 +303,8 @@ def _collapse_repeats(trace: list[Any]) -> list[tuple[Any, int]]:
 
 
 def report_internal_error(e: BaseException) -> int:
+    """Report a harnpy bug as ``error[E999]`` (the Python traceback instead when ``HARNPY_DEBUG``
+    is set); returns exit code 1."""
     if os.environ.get("HARNPY_DEBUG"):
         import traceback
 
@@ -328,6 +336,10 @@ def _compile_errors(path: str, source: str) -> list[Any]:
 
 
 def cmd_check(path: str) -> int:
+    """``harnpy check FILE``: print the static-check diagnostics (spec 3.19) and, when they hold
+    no error, the errors ``harnpy run`` would raise before running (unresolved imports, compile
+    errors). Prints ``FILE: ok`` and returns 0 when nothing is an error, else 2 (also for an
+    unreadable file)."""
     from harnpy.check import check_file
     from harnpy.stdlib import load_all
     from harnpy.stdlib.mathlib import GLOBAL_CONSTANTS

@@ -63,4 +63,5 @@ class DiagnosticError(Exception):
         self.diagnostics = diagnostics
 
     def render(self) -> str:
+        """Every diagnostic rendered (:meth:`Diagnostic.render`), joined by newlines."""
         return "\n".join(d.render() for d in self.diagnostics)

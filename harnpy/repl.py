@@ -95,6 +95,7 @@ class Scan:
 
     @property
     def depth(self) -> int:
+        """Number of open brackets."""
         return len(self.brackets)
 
 
@@ -664,12 +665,15 @@ class _Colors:
         return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
 
     def error(self, text: str) -> str:
+        """``text`` in red when colours are on."""
         return self._wrap("31", text)
 
     def dim(self, text: str) -> str:
+        """``text`` dimmed when colours are on."""
         return self._wrap("2", text)
 
     def value(self, text: str) -> str:
+        """An echoed value: never coloured."""
         return text
 
 
@@ -678,7 +682,9 @@ class ReplCore:
 
     ``out``/``err`` receive text for stdout/stderr (``err`` after flushing ``out``);
     ``color`` adds ANSI colours to diagnostics; ``failed`` turns True when any entry or
-    command fails (for ``--strict``).
+    command fails (for ``--strict``). ``cmd_<name>(arg)`` implement the ``:name`` commands
+    (see :meth:`command`): True on success, False after reporting a failure with
+    :meth:`error`.
     """
 
     def __init__(
@@ -708,6 +714,7 @@ class ReplCore:
             self._out(text)
 
     def program_err(self, text: str) -> None:
+        """The session's stderr sink: flushes stdout first so the two streams appear in order."""
         self._flush()
         self._err(text)
 
@@ -743,6 +750,13 @@ class ReplCore:
         return self.run_entry(text)
 
     def run_entry(self, text: str, *, show: Callable[[Any], str] | None = None) -> bool:
+        """Evaluate one Harn entry in the session and echo its value: ``show(value)`` when given,
+        else the display form unless the value is nil. True on success; False after reporting an
+        error, an interrupt or a snapshot exit.
+
+        Raises:
+            ReplExit: the program called ``exit``.
+        """
         from harnpy.diagnostics import DiagnosticError
         from harnpy.runtime.display import display
         from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
@@ -778,6 +792,12 @@ class ReplCore:
     # ---- commands
 
     def command(self, text: str) -> bool:
+        """Run a ``:command`` line (``:name arg``; aliases ``:h``/``:?``, ``:q``/``:exit``,
+        ``:t``); True when it succeeded, False after reporting a failure or an unknown command.
+
+        Raises:
+            ReplExit: ``:quit``, or the program called ``exit`` (``:load``, ``:type``).
+        """
         cmd, _, arg = text.partition(" ")
         arg = arg.strip()
         handler = {
@@ -808,18 +828,24 @@ class ReplCore:
         return True
 
     def cmd_help(self, arg: str) -> bool:
+        """``:help``: print :data:`HELP`; True."""
         self.say(HELP)
         return True
 
     def cmd_quit(self, arg: str) -> bool:
+        """``:quit``: raises :class:`ReplExit` with :meth:`exit_status`."""
         raise ReplExit(self.exit_status())
 
     def cmd_reset(self, arg: str) -> bool:
+        """``:reset``: replace the session with a fresh one; True."""
         self.session.reset()
         self.say(self.colors.dim("session reset"))
         return True
 
     def cmd_load(self, arg: str) -> bool:
+        """``:load FILE``: run a ``.harn`` file in this session (its definitions stay); False
+        after reporting an unreadable file, an error or an interrupt. Raises :class:`ReplExit`
+        when the file calls ``exit``."""
         from harnpy.diagnostics import DiagnosticError
         from harnpy.runtime.display import display
         from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt
@@ -851,6 +877,9 @@ class ReplCore:
         return True
 
     def cmd_type(self, arg: str) -> bool:
+        """``:type EXPR``: check that EXPR parses as one expression, evaluate it (side effects
+        included) and print the type of its value (:func:`describe_type`); False after reporting
+        a syntax error or a failure (as :meth:`run_entry`)."""
         from harnpy.syntax import HarnSyntaxError, parse_expression
 
         if not self._need(arg, "an expression", ":type"):
@@ -863,6 +892,9 @@ class ReplCore:
         return self.run_entry(arg, show=describe_type)
 
     def cmd_doc(self, arg: str) -> bool:
+        """``:doc NAME``: print the documentation of a builtin, a method (``type.method``) or a
+        session definition (:func:`doc_text`); an unknown name is reported, with a did-you-mean
+        hint, and returns False."""
         if not self._need(arg, "a name", ":doc"):
             return False
         text = doc_text(self.session, arg)
@@ -878,6 +910,8 @@ class ReplCore:
         return True
 
     def cmd_vars(self, arg: str) -> bool:
+        """``:vars``: list the session's bindings as ``kind name: type = value`` (values cut to
+        70 characters); functions that came from imports are only counted. True."""
         from harnpy.runtime.display import display
         from harnpy.runtime.values import Closure
 
@@ -903,6 +937,8 @@ class ReplCore:
         return True
 
     def cmd_save(self, arg: str) -> bool:
+        """``:save FILE``: write the whole session to a snapshot file; False after reporting a
+        value that cannot be saved or an unwritable file."""
         from harnpy.runtime.snapshot import SnapshotError
 
         path = _unquote(arg)
@@ -921,6 +957,8 @@ class ReplCore:
         return True
 
     def cmd_restore(self, arg: str) -> bool:
+        """``:restore FILE``: replace the session with one written by ``:save``; False after
+        reporting a bad snapshot (the current session is kept)."""
         from harnpy.diagnostics import DiagnosticError
         from harnpy.runtime.snapshot import SnapshotError
 

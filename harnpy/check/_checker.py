@@ -210,6 +210,14 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
 class Checker:
     """One run of the static checks over one parsed module.
 
+    Nodes are visited by methods named after their AST class: ``s_<NodeType>(node)``
+    checks statement node ``NodeType`` (``A.LetStmt`` -> ``s_LetStmt``) and returns None;
+    ``e_<NodeType>(node)`` visits expression node ``NodeType`` and returns its static type
+    (a :class:`~harnpy.check._types.Ty`), or None when unknown. :meth:`stmt` and
+    :meth:`expr` dispatch through the ``_STMT``/``_EXPR`` tables built from these names; a
+    node with no ``e_`` method just has its children visited. Problems are recorded with
+    :meth:`error` (never raised) and returned by :meth:`run`.
+
     Args:
         module: the parsed file.
         path / source: for diagnostics (``source`` also feeds :mod:`harnpy.check._decls`).
@@ -388,11 +396,14 @@ class Checker:
     # ------------------------------------------------------------ scopes
 
     def push_scope(self, binds: dict[str, Binding] | None = None) -> None:
+        """Open a lexical scope pre-filled with a copy of ``binds``, tied to the current function
+        (for E203/E204)."""
         self.scopes.append(dict(binds) if binds else {})
         self.scope_fn.append(len(self.fns))
         self.lets.append(set())
 
     def pop_scope(self) -> None:
+        """Close the innermost lexical scope."""
         self.scopes.pop()
         self.scope_fn.pop()
         self.lets.pop()
@@ -420,14 +431,19 @@ class Checker:
                 scope[u.name] = Binding("enum", None, u)
 
     def generics(self) -> frozenset[str]:
+        """Type parameter names in scope (of the enclosing functions)."""
         return self.fns[-1].generics
 
     def convert(self, node: A.TypeExpr | None) -> T.Ty | None:
+        """The checker type of annotation ``node`` with the generics in scope as type variables;
+        None when absent or not understood."""
         return self.tenv.convert(node, self.generics())
 
     # ------------------------------------------------------------ statements
 
     def stmt(self, s: Any) -> None:
+        """Check one statement with its ``s_<NodeType>`` method; any other node is visited as an
+        expression."""
         m = _STMT.get(type(s))
         if m is not None:
             m(self, s)
@@ -435,6 +451,8 @@ class Checker:
             self.expr(s)
 
     def block(self, b: A.Block, binds: dict[str, Binding] | None = None) -> None:
+        """Check a block in a new scope: ``binds`` pre-bound, then its ``fn``/struct/enum
+        declarations predeclared (spec 3.10)."""
         self.push_scope(binds)
         self.predeclare(b.body)
         for s in b.body:
@@ -588,6 +606,10 @@ class Checker:
     def variance_errors(
         self, var: dict[str, str], occ: list[tuple[str, int]], span: A.Span, where: str
     ) -> None:
+        """Report E220 for type parameters used against their variance marker. ``var`` maps each
+        parameter to ``"in"``/``"out"``/``""``; ``occ`` lists ``(name, polarity)`` (+1 covariant,
+        -1 contravariant, see :func:`_occurrences`); ``where`` is appended to the message. At
+        most one error per name."""
         seen: set[str] = set()
         for name, pol in occ:
             marker = var.get(name, "")
@@ -1008,6 +1030,8 @@ class Checker:
                 self.bind_generic(pt.elem, at.elem, binding, conflicts, span)
 
     def where_of(self, decl: A.FnDecl) -> dict[str, str]:
+        """The ``where`` bounds of generic function ``decl``: type parameter -> interface name
+        (cached)."""
         key = id(decl)
         w = self._where_cache.get(key)
         if w is None:
@@ -1016,6 +1040,8 @@ class Checker:
         return w
 
     def iface_info(self, name: str, decl: A.InterfaceDecl | None = None) -> D.InterfaceInfo | None:
+        """Methods and associated types of interface ``name`` (read from ``decl`` or the file's
+        declaration; cached), or None when unknown or unreadable."""
         if name in self._iface_cache:
             return self._iface_cache[name]
         decl = decl or self.interfaces.get(name)
@@ -1041,6 +1067,10 @@ class Checker:
             )
 
     def conformance_problems(self, struct: str, iface: str) -> list[str]:
+        """Why struct ``struct`` does not satisfy interface ``iface`` (the E219 message parts):
+        missing methods, parameter or return types that differ, associated types that resolve
+        differently. Empty when it conforms or the interface is unknown; ``self`` parameters and
+        types that name associated types are not compared."""
         info = self.iface_info(iface)
         if info is None:
             return []
@@ -1237,6 +1267,8 @@ class Checker:
                 self.report_missing_variants(st.name, covered, e.span)
 
     def report_missing_variants(self, enum: str, covered: set[Any], span: A.Span) -> None:
+        """Report E216 when ``covered`` misses variants of enum ``enum`` (an unknown enum is
+        ignored)."""
         variants = self.enums.get(enum)
         if not variants:
             return
@@ -1251,6 +1283,9 @@ class Checker:
     def check_tagged_union(
         self, st: T.UnionT, field: str, arms: list[A.MatchArm], span: A.Span
     ) -> None:
+        """Report E216 when a ``match`` on ``x.field``, where ``x`` is a union of shapes whose
+        ``field`` has a literal type (a tagged union), leaves some tag uncovered by the arms'
+        literal patterns; any other union is ignored."""
         tags: list[Any] = []
         for o in st.options:
             shape = T.unalias(o)

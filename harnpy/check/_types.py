@@ -37,6 +37,7 @@ class Prim(Ty):
 
     @property
     def has_lit(self) -> bool:
+        """True when the type was inferred from a literal (``lit`` holds its value)."""
         return self.lit is not _NOLIT
 
 

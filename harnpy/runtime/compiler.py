@@ -65,6 +65,11 @@ class Label:
 
 @dataclass
 class IRIns:
+    """One instruction before assembly: :meth:`FnBuilder.assemble` calls ``factory(*args, nxt)``
+    once labels have pcs (a :class:`Label` in ``args`` becomes its pc). ``wants_nxt`` is False
+    for instructions that never fall through (jumps, returns), whose factory takes no next pc;
+    ``span`` feeds the line table."""
+
     factory: Callable[..., Callable[[Frame], int]]
     args: tuple[Any, ...]
     span: A.Span
@@ -73,6 +78,9 @@ class IRIns:
 
 @dataclass
 class Binding:
+    """A local name of the function being compiled: its frame ``slot``, whether it may be
+    reassigned (``mutable``) and how it was bound (``kind``)."""
+
     slot: int
     mutable: bool
     kind: str  # "let" | "var" | "param" | "fn" | "capture" | "struct" | "catch" | "for"
@@ -80,6 +88,10 @@ class Binding:
 
 @dataclass
 class LoopCtx:
+    """The loop that ``break``/``continue`` leave: their target labels, and how many ``finally``
+    regions were already open when the loop started (leaving the loop from a ``try`` opened
+    inside it runs that ``try``'s finally block first, spec 3.12)."""
+
     break_label: Label
     continue_label: Label
     finally_depth: int
@@ -87,6 +99,11 @@ class LoopCtx:
 
 @dataclass
 class FinallyCtx:
+    """An open ``try ... finally`` region (spec 2.7, 3.12): ``pending_slot`` holds how the
+    protected code is being left, a ``(kind, payload)`` record of ``instrs.PENDING_*`` (normal,
+    throw, return, jump) that the finally block resumes with; ``finally_label`` starts the
+    finally block; ``start_label``/``end_label`` bound the protected region."""
+
     pending_slot: int
     finally_label: Label
     start_label: Label
@@ -189,29 +206,40 @@ class FnBuilder:
     # ---- slots and scopes
 
     def new_slot(self, name: str | None = None) -> int:
+        """Allocate the next frame slot and return its index; ``name`` goes to
+        ``code.slot_names`` (None for a temporary)."""
         i = self.code.nslots
         self.code.nslots += 1
         self.code.slot_names.append(name)
         return i
 
     def temp(self) -> int:
+        """Allocate an unnamed slot for an intermediate value; returns its index."""
         return self.new_slot(None)
 
     def declare(self, name: str, mutable: bool, kind: str) -> int:
+        """Bind ``name`` in the innermost scope to a new slot (replacing a binding of the same
+        scope, shadowing outer ones); returns the slot. ``kind`` as in :class:`Binding`."""
         slot = self.new_slot(name)
         self.scopes[-1][name] = Binding(slot, mutable, kind)
         return slot
 
     def push_scope(self) -> None:
+        """Open a block scope (spec 3.10)."""
         self.scopes.append({})
 
     def pop_scope(self) -> None:
+        """Close the innermost block scope (its slots stay allocated)."""
         self.scopes.pop()
 
     def at_module_top(self) -> bool:
+        """True in the outermost scope of a module initialiser, where bindings are module globals
+        rather than slots."""
         return self.module_level and len(self.scopes) == 1
 
     def lookup_local(self, name: str) -> Binding | None:
+        """The innermost binding of ``name`` in this function's scopes (parameters and captures
+        included), or None; module globals are not searched."""
         for scope in reversed(self.scopes):
             b = scope.get(name)
             if b is not None:
@@ -221,17 +249,23 @@ class FnBuilder:
     # ---- IR emission
 
     def emit(self, factory: Callable[..., Any], *args: Any, nxt: bool = True) -> None:
+        """Append an instruction built by ``factory(*args[, nxt])`` at the current ``span``;
+        ``nxt=False`` for one that never falls through (see :class:`IRIns`)."""
         self.ir.append(IRIns(factory, args, self.span, nxt))
 
     def place(self, label: Label) -> None:
+        """Place ``label`` at the next instruction emitted."""
         self.ir.append(label)
 
     def mark(self) -> int:
+        """The current IR length: a point to truncate back to (``del b.ir[mark:]``)."""
         return len(self.ir)
 
     # ---- assembly
 
     def assemble(self) -> CodeObject:
+        """Give labels their pcs and build ``code.instrs``, the line table ``code.lines`` ((line,
+        col) per instruction) and ``code.handlers``; returns ``code``."""
         pos = 0
         for item in self.ir:
             if type(item) is Label:
@@ -277,6 +311,8 @@ class _OuterFinally:
         self.ctx = ctx
 
     def resolve(self) -> tuple[int, int, int, int]:
+        """``(pending_slot, finally_pc, region_start, region_end)`` of the enclosing finally
+        region once its labels are placed: the ``outer`` argument of ``op_end_finally``."""
         c = self.ctx
         return (c.pending_slot, c.finally_label.pos, c.start_label.pos, c.end_label.pos)
 
@@ -303,7 +339,25 @@ _PRIMITIVE_CHECKS = {"int", "float", "string", "bool", "list", "dict", "set", "n
 
 
 class Compiler:
-    """Compiles one module (or one REPL entry) against a :class:`ModuleContext`."""
+    """Compiles one module (or one REPL entry) against a :class:`ModuleContext`.
+
+    ``self.b`` is the :class:`FnBuilder` of the function being compiled. Nodes are
+    compiled by methods named after their AST class:
+
+    * ``s_<NodeType>(node)`` compiles statement node ``NodeType`` (``A.LetStmt`` ->
+      ``s_LetStmt``) and emits its instructions into ``self.b``; it returns None.
+      :meth:`stmt` dispatches.
+    * ``e_<NodeType>(node)`` compiles expression node ``NodeType`` and returns an ``Ev``
+      (``ev(frame) -> value``), first emitting instructions for the calls and control
+      flow it contains (their results live in temporary slots). ``e_IfExpr``,
+      ``e_MatchExpr`` and ``e_TryExpr`` also accept ``discard=True`` when the value is not
+      wanted. :meth:`expr` dispatches.
+
+    Both raise :class:`CompileError` for errors known before running (``break`` outside
+    a loop, a misplaced spread, reading ``_``); errors the reference reports only when
+    the code runs (redeclaring a ``let``, assigning an immutable binding) compile to an
+    instruction that raises them.
+    """
 
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
@@ -448,6 +502,9 @@ class Compiler:
         return result
 
     def block(self, block: A.Block, want_value: bool = False) -> Ev | None:
+        """Compile a ``{ ... }`` block in a new scope (spec 3.10). With ``want_value`` returns an
+        ev of the block's value, or None when the last statement is not an expression (the value
+        is nil, spec 2.5); otherwise None."""
         b = self.b
         b.push_scope()
         try:
@@ -470,6 +527,12 @@ class Compiler:
         return None
 
     def stmt(self, st: A.Stmt) -> None:
+        """Compile one statement with its ``s_<NodeType>`` method; an expression node in
+        statement position is evaluated for its effects.
+
+        Raises:
+            CompileError: the node has no compiler, or a static error in it.
+        """
         b = self.b
         b.span = st.span
         method = getattr(self, "s_" + type(st).__name__, None)
@@ -527,6 +590,15 @@ class Compiler:
         self.bind_pattern(pat, ev, st.mutable or (self.ctx.let_mutable and not st.is_const))
 
     def bind_pattern(self, pat: A.Pattern, ev: Ev, mutable: bool) -> None:
+        """Bind the value of ``ev`` to a ``let``/``var``/``for`` pattern (spec 2.3): a name, a
+        dict or list destructuring (defaults apply when the extracted value is nil, ``...rest``
+        collects the rest) or a ``(a, b)`` pair (spec 3.13). At the module top names become
+        module globals, elsewhere new slots; ``_`` evaluates and discards. Redeclaring an
+        immutable name in the same scope compiles to a run-time E203 raise (spec 3.10).
+
+        Raises:
+            CompileError: an unsupported pattern node.
+        """
         b = self.b
         kind = "var" if mutable else "let"
         if type(pat) is A.NamePattern:
@@ -702,6 +774,9 @@ class Compiler:
         return True
 
     def store_name(self, name: str, ev: Ev, span: A.Span) -> None:
+        """Compile ``name = value`` for a plain name: a local slot or an existing module global.
+        Assigning a ``let``, ``fn`` or struct name compiles to a run-time E204 raise, an unknown
+        name to an E301 ``Undefined variable`` raise (spec 3.10). ``span`` is not used."""
         b = self.b
         binding = b.lookup_local(name)
         if binding is not None:
@@ -986,6 +1061,8 @@ class Compiler:
         return name in self.ctx.global_names or name in self.ctx.module.globals
 
     def cond_jump(self, cond: A.Expr, label: Label, jump_if: bool) -> None:
+        """Emit a jump to ``label`` taken when the truthiness of ``cond`` (spec 3.4) equals
+        ``jump_if``."""
         ev = self.expr(cond)
         is_bool = _is_bool_expr(cond)
         if jump_if:
@@ -1025,6 +1102,14 @@ class Compiler:
         return self.name_ev(e.id, e.span)
 
     def name_ev(self, name: str, span: A.Span) -> Ev:
+        """An ev reading ``name``, resolved innermost first: local slot or capture (checked when
+        the captured name may still be unbound), enum namespace, module global, builtin, global
+        constant, ``type``/struct schema, else a lookup by name at run time (late binding, spec
+        3.10).
+
+        Raises:
+            CompileError: E210 for ``_`` outside a pipe placeholder (spec 3.10).
+        """
         b = self.b
         if name == "_":
             if b.placeholder_slot is not None:
@@ -1156,6 +1241,8 @@ class Compiler:
         return False
 
     def spill(self, ev: Ev) -> Ev:
+        """Store the value of ``ev`` in a new temporary now and return an ev reading it (keeps
+        left-to-right order when a later operand runs a call)."""
         slot = self.b.temp()
         self.b.emit(I.op_store, slot, ev)
         return _slot_ev(slot)
@@ -1381,6 +1468,8 @@ class Compiler:
         return bi is not None and name in self.ctx.pure_builtins
 
     def pure_call(self, e: A.Call) -> Ev:
+        """An ev calling a pure builtin inline, without an instruction (``e`` must pass
+        ``_is_pure_call``); arguments beyond the builtin's ``max_args`` are dropped."""
         bi = self.ctx.builtins[e.func.id]
         fn = bi.fn
         spread = [type(a) is A.Spread for a in e.args]
@@ -1467,6 +1556,8 @@ class Compiler:
         b.emit(I.op_call_dynamic, name, argevs, spread, target)
 
     def tail_call(self, e: A.Call) -> None:
+        """Emit ``return f(args)`` as a tail call, so the callee does not grow the frame stack
+        (spec 3.11), followed by the return of its result."""
         b = self.b
         spread = [type(a) is A.Spread for a in e.args]
         argevs = self._operands(e.args)
@@ -1565,6 +1656,9 @@ class Compiler:
         return self.if_expr(e, None if discard else self.b.temp())
 
     def if_expr(self, e: A.IfExpr, res: int | None) -> Ev:
+        """Compile ``if``/``else if``/``else`` (spec 2.5). The value goes to slot ``res`` (nil
+        when no branch runs); with ``res`` None it is discarded. Returns an ev of the value (a
+        nil constant when discarded)."""
         b = self.b
         end = Label()
         other = Label()
@@ -1591,6 +1685,10 @@ class Compiler:
         return self.match_expr(e, None if discard else self.b.temp())
 
     def match_expr(self, e: A.MatchExpr, res: int | None) -> Ev:
+        """Compile ``match`` (spec 2.6): arms are tried in order with :meth:`pattern_test`
+        (or-pattern alternatives bind nothing; the guard runs after the bindings) and the first
+        matching arm's block value goes to slot ``res``; no match throws ``No match arm matched
+        the value``. Returns an ev of the value (a nil constant when ``res`` is None)."""
         b = self.b
         val = b.temp()
         b.emit(I.op_store, val, self.expr(e.value))
@@ -1714,6 +1812,10 @@ class Compiler:
         return self.try_expr(e, None if discard else self.b.temp())
 
     def try_expr(self, e: A.TryExpr, res: int | None) -> Ev:
+        """Compile ``try``/``catch``/``finally`` (spec 2.7, 3.12): catch and finally handlers
+        cover the protected region, and ``return``/``break``/``continue`` inside it run the
+        finally block first. Without catch and finally it is a try-expression producing a
+        ``Result``. The value goes to slot ``res`` (discarded when None); returns an ev of it."""
         b = self.b
         if not e.has_catch and e.finally_body is None:
             return self._try_result(e, res if res is not None else b.temp())
@@ -1849,6 +1951,9 @@ class Compiler:
         return _slot_ev(res)
 
     def select_expr(self, st: A.SelectStmt) -> Ev:
+        """Compile ``select`` (spec 2.9, 3.16): each case body becomes a closure and the
+        ``__select`` runtime builtin runs the first ready case; returns an ev of the call's
+        result."""
         cases = []
         for c in st.cases:
             params = (A.Param(c.name),) if c.name else ()

@@ -65,6 +65,7 @@ class HarnThrow(HarnError):
 
     @property
     def catch_value(self) -> Any:
+        """The thrown value itself (spec 3.12)."""
         return self.value
 
 

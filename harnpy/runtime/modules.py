@@ -69,6 +69,8 @@ class ModuleInstance:
 
     @property
     def directory(self) -> str:
+        """The directory relative imports resolve against: the file's folder, or the working
+        directory for ``std/`` modules and ``<...>`` pseudo-paths."""
         if self.path.startswith("<") or self.path.startswith("std/"):
             return os.getcwd()
         return os.path.dirname(self.path)
@@ -156,6 +158,7 @@ def top_level_names(tree: A.Module) -> dict[str, str]:
 
 
 def pattern_names(p: Any) -> list[str]:
+    """Names a top-level ``let``/``var`` pattern binds (``_`` excluded)."""
     t = type(p)
     if t is A.NamePattern:
         return [] if p.name == "_" else [p.name]

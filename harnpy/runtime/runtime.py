@@ -112,9 +112,11 @@ class Runtime:
     # ---- output
 
     def write_out(self, text: str) -> None:
+        """Write program output to the runtime's stdout sink."""
         self._stdout(text)
 
     def write_err(self, text: str) -> None:
+        """Write text to the runtime's stderr sink."""
         self._stderr(text)
 
     # ---- pipeline parameters
@@ -132,9 +134,13 @@ class Runtime:
     # ---- impl methods and tools
 
     def register_impl(self, type_name: str, name: str, fn: Any) -> None:
+        """Register method ``name`` of ``impl type_name`` (spec 3.14); a later registration
+        replaces an earlier one."""
         self.impls.setdefault(type_name, {})[name] = fn
 
     def find_impl(self, obj: Any, name: str) -> Any:
+        """The ``impl`` method ``name`` of a struct or enum value's type, or None (other values
+        have no impl methods)."""
         if type(obj) is StructValue:
             t = self.impls.get(obj.name)
         elif type(obj) is EnumValue:
@@ -156,6 +162,11 @@ class Runtime:
     # ---- modules
 
     def parse(self, path: str, source: str) -> A.Module:
+        """Parse ``source`` (``path`` for diagnostics) into a module AST.
+
+        Raises:
+            HarnSyntaxError: the source is not well formed.
+        """
         from harnpy.syntax import parse
 
         return parse(source, path)
@@ -355,6 +366,7 @@ class Runtime:
     # ---- running
 
     def new_thread(self, name: str = "main") -> Thread:
+        """A new :class:`Thread` of this runtime: no frames, not scheduled."""
         return Thread(self, name)
 
     def run_code_sync(self, code: CodeObject, args: list[Any] | None = None) -> Any:
@@ -381,6 +393,12 @@ class Runtime:
         return value
 
     def call_builtin_sync(self, thread: Thread, name: str, args: list[Any]) -> Any:
+        """Call builtin ``name`` directly on ``thread`` and return its result; meant for plain
+        builtins (a callback builtin would return its generator unrun).
+
+        Raises:
+            HarnRuntimeError: E301 ``Undefined builtin: name`` when none is registered.
+        """
         b = self.builtins.get(name)
         if b is None:
             raise plain_error(f"Undefined builtin: {name}", "E301")

@@ -41,6 +41,8 @@ class Waker:
         self.done = False
 
     def wake(self, value: Any = None) -> None:
+        """Resume the frame: ``value`` is sent into the builtin's generator. Ignored after the
+        first wake or fail."""
         if self.done:
             return
         self.done = True
@@ -48,6 +50,8 @@ class Waker:
         self.scheduler.make_ready(self.frame.thread)
 
     def fail(self, exc: HarnError) -> None:
+        """Resume the frame by throwing ``exc`` into the builtin's generator. Ignored after the
+        first wake or fail."""
         if self.done:
             return
         self.done = True
@@ -69,6 +73,8 @@ class ControlWaker:
         self.done = False
 
     def wake(self, value: Any = None) -> None:
+        """Resume the thread; ``value`` lands in the blocked call's result slot (when it has
+        one). Ignored after the first wake or fail."""
         if self.done:
             return
         self.done = True
@@ -77,6 +83,8 @@ class ControlWaker:
         self.scheduler.make_ready(self.thread)
 
     def fail(self, exc: HarnError) -> None:
+        """Resume the thread with ``exc`` raised at the blocked call. Ignored after the first
+        wake or fail."""
         if self.done:
             return
         self.done = True
@@ -114,6 +122,9 @@ class Block:
         self.describe = describe
 
     def handle(self, nf: NativeFrame) -> int:
+        """Block the thread of native frame ``nf`` (``blocked_on`` = ``describe``) and call
+        ``register`` with a :class:`Waker` for ``nf``; returns ``STOP`` so that the thread's run
+        loop returns to the scheduler."""
         th = nf.thread
         sched: Scheduler = th.runtime.scheduler
         waker = Waker(sched, nf)
@@ -141,6 +152,7 @@ class Scheduler:
         self.ready.append(thread)
 
     def make_ready(self, thread: Any) -> None:
+        """Unblock ``thread`` and queue it to run (at most once in the queue)."""
         thread.blocked_on = None
         self.blocked.discard(thread)
         if thread not in self.ready:

@@ -86,6 +86,7 @@ class EntryModule(ModuleInstance):
 
     @property
     def directory(self) -> str:
+        """``base_dir``: where the entry's relative imports resolve."""
         return self.base_dir
 
 
@@ -133,6 +134,7 @@ class Session:
 
     @stdout_isatty.setter
     def stdout_isatty(self, flag: bool) -> None:
+        """Set the flag on the session and on its current runtime."""
         self._stdout_isatty = flag
         self.runtime.stdout_isatty = flag
 

@@ -79,6 +79,7 @@ class Thread:
         self.out(text)
 
     def write_err(self, text: str) -> None:
+        """Write to the runtime's stderr (never buffered per task)."""
         self.runtime.write_err(text)
 
     def source_path(self) -> str | None:
@@ -91,12 +92,15 @@ class Thread:
         return None
 
     def current_frame(self) -> Frame | None:
+        """The innermost Harn (non-native) frame, or None."""
         fr = self.frame
         while fr is not None and fr.native:
             fr = fr.parent
         return fr  # type: ignore[return-value]
 
     def raise_interrupt(self) -> None:
+        """Clear the interrupt request and raise :class:`HarnInterrupt` (called at loop
+        back-edges)."""
         self.interrupt_requested = False
         raise HarnInterrupt()
 

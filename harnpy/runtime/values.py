@@ -126,6 +126,7 @@ class HSet:
         return s
 
     def contains(self, v: Any) -> bool:
+        """Whether some member equals ``v`` by Harn ``==`` (spec 3.5); a linear scan."""
         from harnpy.runtime.ops import values_equal
 
         return any(values_equal(v, x) for x in self.items)
@@ -238,6 +239,7 @@ class Closure:
 
     @property
     def name(self) -> str:
+        """The function's name (``<closure>`` for an anonymous closure)."""
         return self.code.name
 
     def __repr__(self) -> str:

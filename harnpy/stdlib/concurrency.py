@@ -66,6 +66,7 @@ class TaskRun:
 
     @property
     def output(self) -> str:
+        """Everything the task printed so far."""
         return "".join(self.buf)
 
 

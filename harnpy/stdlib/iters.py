@@ -854,6 +854,7 @@ def sequence_method(thread: Any, seq: IterValue, name: str, args: list[Any]) -> 
 
 
 def lookup_iter_method(name: str) -> Any:
+    """The builtin registered as method ``name`` of ``iter`` values, or None."""
     from harnpy.stdlib.registry import METHODS
 
     return METHODS.get("iter", {}).get(name)

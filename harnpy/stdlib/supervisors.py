@@ -168,6 +168,8 @@ class _Child:
         self.run: Any = None
 
     def value(self) -> dict[str, Any]:
+        """The child's record in ``supervisor_state``: ``{name, kind, status, restart_count,
+        last_error, current_wait_reason, active_lease, next_restart_time}``."""
         return {
             "name": self.name,
             "kind": self.kind,
@@ -201,12 +203,17 @@ class Supervisor:
     # ---- values
 
     def handle(self) -> dict[str, Any]:
+        """The handle value ``{_type: "supervisor", id, name}``."""
         return {"_type": "supervisor", "id": self.id, "name": self.name}
 
     def metrics(self) -> dict[str, Any]:
+        """A copy of the counters ``{started, stopped, failed, restarted, suppressed,
+        escalated}``."""
         return dict(self.counts)
 
     def state(self) -> dict[str, Any]:
+        """The ``supervisor_state`` record: ``{_type: "supervisor_state", id, name, status,
+        strategy, metrics, children}`` (children as :meth:`_Child.value`)."""
         return {
             "_type": "supervisor_state",
             "id": self.id,
@@ -218,6 +225,8 @@ class Supervisor:
         }
 
     def event(self, child: str | None, kind: str, message: str | None = None) -> None:
+        """Append a lifecycle event ``{seq, at_ms, supervisor_id, child, kind, message}``;
+        ``at_ms`` is the runtime clock's wall time (epoch ms)."""
         self.events.append(
             {
                 "seq": len(self.events),
@@ -232,6 +241,9 @@ class Supervisor:
     # ---- children
 
     def spawn_child(self, index: int, is_restart: bool) -> None:
+        """Start child ``index`` as a task with a fresh cancel token and the argument
+        ``{supervisor_id, child_name, child_kind, attempt, restart_count}``; its end calls
+        :meth:`child_exited`. Does nothing once a stop was requested."""
         from harnpy.stdlib import task_context as tc
         from harnpy.stdlib.concurrency import launch
 
@@ -273,6 +285,10 @@ class Supervisor:
             c.run = run
 
     def child_exited(self, index: int, generation: int, run: Any) -> None:
+        """React to the end of child ``index``'s task (``run``, a
+        :class:`~harnpy.stdlib.concurrency.TaskRun`): record the outcome and events, then apply
+        the strategy and the restart policy (module docstring). Ignored for a killed run or one
+        of an older ``generation`` (superseded by a restart or a stop)."""
         if run.killed:
             return
         c = self.children[index]
@@ -419,6 +435,9 @@ class Supervisor:
     # ---- stopping
 
     def begin_stop(self) -> None:
+        """First half of ``supervisor_stop``: status ``draining``, no more restarts, and every
+        child's cancel token set (``is_cancelled()`` turns true in them). Does nothing when
+        already stopped."""
         if self.status == "stopped":
             return
         self.status = "draining"
@@ -432,6 +451,9 @@ class Supervisor:
                 c.token.cancelled = True
 
     def finish_stop(self) -> None:
+        """Second half of ``supervisor_stop``: kill every child still running, draining, waiting
+        or circuit-open and end in status ``stopped`` (event message ``forced`` when something
+        was killed, else ``drained``)."""
         forced = False
         for c in self.children:
             if c.status in ("running", "draining", "waiting", "circuit_open"):

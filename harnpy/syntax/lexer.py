@@ -889,6 +889,13 @@ class HarnLexer(Lexer):
         self.lexer_conf = lexer_conf
 
     def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Token]:
+        """Lark's lexer entry point: the tokens of ``lexer_state.text``, typed by a fresh
+        :class:`_TokenFilter` that consults the live ``parser_state``.
+
+        Raises:
+            TypeError: the input is not a :class:`LexInput`.
+            HarnSyntaxError: a lexing error, when the token stream reaches it.
+        """
         inp = lexer_state.text
         if not isinstance(inp, LexInput):
             raise TypeError("HarnLexer lexes LexInput objects")

@@ -99,6 +99,15 @@ class AstBuilder:
     """Builds :class:`ast.Module` (start rule ``module``) or one expression (``expr_only``).
 
     ``source`` and ``path`` are used for error diagnostics only.
+
+    Every public method but :meth:`transform` is a rule callback: the method named after
+    a rule (or ``-> alias``) of ``grammar/harn.lark`` is called as ``rule(meta, children)``
+    with Lark's propagated positions and the already transformed children (AST nodes,
+    tokens, and None for an absent optional item) and returns the AST node for that rule
+    (its span from ``meta``), or, for helper rules (``params``, ``generics``,
+    ``catch_head``, ``par_body``...), a tuple or value the parent rule unpacks. A callback
+    raises :class:`HarnSyntaxError` when one of the rule checks in the module docstring
+    fails.
     """
 
     def __init__(self, source: str, path: str) -> None:
