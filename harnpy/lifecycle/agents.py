@@ -688,6 +688,15 @@ def agent_after_turn(thread: Any, st: Any = None) -> dict[str, Any]:
     return _with_transcript(rt, st, t, nudges=nudges, **changes)
 
 
+@builtin("__agent_budget_exhausted")
+def agent_budget_exhausted(thread: Any, st: Any = None) -> dict[str, Any]:
+    """``__agent_budget_exhausted(st)``: end the loop with ``status: "budget_exhausted"``
+    before a model call that would exceed ``max_iterations`` (``max_iterations: 0`` makes
+    no call at all; lifecycle.md 2.13)."""
+    st = _check_state(st, "__agent_budget_exhausted")
+    return _finish(thread.runtime, st, "budget_exhausted", pending_calls=[])
+
+
 def _daemon_conditions(st: dict[str, Any]) -> dict[str, Any] | None:
     ms = st["wake_interval_ms"]
     if ms is None:

@@ -137,6 +137,9 @@ class HookRegistry:
     def __init__(self) -> None:
         self.hooks: list[Hook] = []
         self.worker_bridge = False
+        #: Threads running advisory hooks (worker events, PostSuspend): the program's end
+        #: runs those still queued (:func:`drain_detached`).
+        self.detached: list[Any] = []
 
 
 def registry(runtime: Any) -> HookRegistry:
@@ -419,9 +422,37 @@ def _install_worker_bridge(runtime: Any) -> None:
             )
             th.on_done = _advisory_done(runtime, name)
             if not th.finished:
+                track_detached(runtime, th)
                 runtime.scheduler.add(th)
 
     services(runtime).event_listeners.append(listener)
+
+
+def track_detached(runtime: Any, th: Any) -> None:
+    """Remember an advisory hook thread so that :func:`drain_detached` runs it if it is
+    still queued when the program ends."""
+    registry(runtime).detached.append(th)
+
+
+def drain_detached(runtime: Any) -> None:
+    """Run the advisory hook threads still queued (worker-event and PostSuspend hooks
+    started just before the entry program returned: ``close_agent`` as the last statement
+    must still run its ``worker_cancelled`` hook, lifecycle.md 7). Only ready hook threads
+    run — one that waits (a timer, a model call) is left, the program does not wait for
+    it; hooks started by these hooks run too."""
+    reg = getattr(runtime, "session_hooks", None)
+    sched = getattr(runtime, "scheduler", None)
+    if reg is None or sched is None:
+        return
+    while True:
+        reg.detached = [th for th in reg.detached if not th.finished]
+        ready = [th for th in reg.detached if th in sched.ready]
+        if not ready:
+            return
+        for th in ready:
+            if th in sched.ready:
+                sched.ready.remove(th)
+                sched.run_thread(th)
 
 
 def _advisory_done(runtime: Any, event: str) -> Any:
@@ -496,6 +527,7 @@ __all__ = [
     "HookRegistry",
     "canonical_event",
     "clear",
+    "drain_detached",
     "fire",
     "fire_finish",
     "has_hooks",
@@ -505,4 +537,5 @@ __all__ = [
     "pattern_matches",
     "register",
     "registry",
+    "track_detached",
 ]

@@ -289,9 +289,19 @@ def finish_pending(runtime: Any) -> bool:
 def run_finish(runtime: Any, value: Any) -> Any:
     """Run the finish lifecycle for the entry program's ``value`` and return the final
     value (the ``on_finish`` callback's return, or ``value``). Errors of hooks and of the
-    callback propagate as Harn errors."""
+    callback propagate as Harn errors. Advisory hooks still queued (worker events of the
+    last statements) run first, and again after the finish lifecycle."""
+    from harnpy.lifecycle.hooks import drain_detached
+
+    drain_detached(runtime)
     if not finish_pending(runtime):
         return value
+    value = _run_finish(runtime, value)
+    drain_detached(runtime)
+    return value
+
+
+def _run_finish(runtime: Any, value: Any) -> Any:
     from harnpy.runtime.modules import resolve_import
     from harnpy.stdlib.concurrency import start_thread
 

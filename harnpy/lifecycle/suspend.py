@@ -1170,6 +1170,7 @@ def _advisory_hooks(runtime: Any, event: str, payload: dict[str, Any]) -> None:
 
         th.on_done = done
         if not th.finished:
+            hooks.track_detached(runtime, th)
             runtime.scheduler.add(th)
 
 

@@ -536,12 +536,20 @@ def sub_agent_run(thread: Any, *args: Any) -> Any:
 
 @builtin("__agent_envelope")
 def agent_envelope(thread: Any, st: Any = None, result: Any = None) -> dict[str, Any]:
-    """``__agent_envelope(state, loop_result)``: the blocking ``sub_agent_run`` envelope."""
+    """``__agent_envelope(state, loop_result)``: the blocking ``sub_agent_run`` envelope.
+
+    A sub-agent whose model parked (``agent_await_resumption``) has not finished: the
+    envelope says ``ok: false``, ``status: "suspended"``, with an ``error`` of category
+    ``suspended`` naming the snapshot, and the Suspension's ``handle``, ``snapshot_path``,
+    ``reason``, ``initiator``, ``conditions`` — resume it with ``resume_agent(snapshot_path)``
+    or ``harnpy run --resume``."""
     from harnpy.lifecycle.llm_builtins import extract_json
 
     r = result if type(result) is dict else {}
     status = r.get("status")
-    ok = status in ("done", "suspended")
+    if status == "suspended":
+        return _suspended_envelope(st, r)
+    ok = status in ("done",)
     text = r.get("visible_text") or r.get("text") or ""
     opts = st.get("llm_options") if type(st) is dict else {}
     data = None
@@ -567,6 +575,46 @@ def agent_envelope(thread: Any, st: Any = None, result: Any = None) -> dict[str,
     }
 
 
+def _suspended_envelope(st: Any, r: dict[str, Any]) -> dict[str, Any]:
+    """The blocking ``sub_agent_run`` envelope of a sub-agent that parked (see
+    ``__agent_envelope``)."""
+    opts = st.get("llm_options") if type(st) is dict else {}
+    llm = r.get("llm") or {}
+    path = r.get("snapshot_path")
+    reason = r.get("reason") or ""
+    return {
+        "ok": False,
+        "status": "suspended",
+        "summary": "",
+        "artifacts": [],
+        "evidence_added": 0,
+        "tokens_used": (llm.get("input_tokens") or 0) + (llm.get("output_tokens") or 0),
+        "budget_exceeded": False,
+        "session_id": r.get("session_id"),
+        "transcript": None,
+        "data": None,
+        "error": {
+            "category": "suspended",
+            "message": f"the sub-agent parked before finishing (reason: {reason}); resume it "
+            f'with resume_agent("{path}") or `harnpy run --resume {path}`',
+        },
+        "provider": opts.get("provider") if type(opts) is dict else None,
+        **{
+            k: r.get(k)
+            for k in (
+                "handle",
+                "snapshot_path",
+                "reason",
+                "initiator",
+                "conditions",
+                "iterations_completed",
+                "suspended_at",
+                "auto_resume_trigger",
+            )
+        },
+    }
+
+
 def _wait_one(thread: Any, rec: WorkerRecord) -> None:
     """Block ``thread`` until ``rec`` settles; deliver its summary (or its error)."""
     waker = block_control(thread, f"worker {rec.id}")
@@ -583,6 +631,20 @@ def _wait_one(thread: Any, rec: WorkerRecord) -> None:
     rec.settle()
 
 
+def _not_self(thread: Any, rec: WorkerRecord) -> None:
+    """A worker that waits for itself would wait forever (every thread blocked: a global
+    deadlock); it is a catchable error instead.
+
+    Raises:
+        HarnRuntimeError: ``wait_agent: worker <id> cannot wait for itself``.
+    """
+    if rec.thread is not None and rec.thread is thread and rec.busy():
+        raise lifecycle_error(
+            f"wait_agent: worker {rec.id} cannot wait for itself (it is the calling worker; "
+            "it would never finish)"
+        )
+
+
 @builtin("wait_agent", aliases=("__wait_agent",), control=True)
 def wait_agent(thread: Any, *args: Any) -> Any:
     """``wait_agent(h | [h])`` (2.6): block until the worker is no longer running (nor
@@ -594,6 +656,8 @@ def wait_agent(thread: Any, *args: Any) -> Any:
     rt = thread.runtime
     if type(h) is list:
         recs = [resolve(rt, x, "wait_agent") for x in h]
+        for r in recs:
+            _not_self(thread, r)
         if not any(r.busy() for r in recs):
             for r in recs:
                 if r.pending_error is not None:
@@ -618,6 +682,7 @@ def wait_agent(thread: Any, *args: Any) -> Any:
                 r.waiters.append(one_done)
         return None
     rec = resolve(rt, h, "wait_agent")
+    _not_self(thread, rec)
     if not rec.busy():
         if rec.pending_error is not None:
             err, rec.pending_error = rec.pending_error, None

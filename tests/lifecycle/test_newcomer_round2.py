@@ -32,3 +32,51 @@ pipeline main() {
         "[subagent_resume:ok]",
         "completed child done [childtask, go on]",
     ]
+
+
+def test_a_worker_waiting_for_itself_gets_a_catchable_error(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+tool wait_self(id: string) -> string {
+  description "waits for a worker"
+  const r = try { wait_agent(id) }
+  return if is_err(r) { "error: " + to_string(unwrap_err(r)) } else { "waited" }
+}
+pipeline main() {
+  const h = sub_agent_run("t", {provider: "mock", background: true,
+    tools: tool_registry([wait_self]), max_iterations: 2})
+  llm_mock({tool_calls: [{name: "wait_self", arguments: {id: h.id}}]})
+  llm_mock({text: "done"})
+  const w = wait_agent(h)
+  println(w.status)
+  println(w.transcript.messages.filter({ m -> m.role == "tool" })[0].content)
+}
+"""
+    )
+    status, result = lines(out)
+    assert status == "completed"
+    assert result.startswith("error: ") and "cannot wait for itself" in result
+
+
+def test_max_iterations_zero_ends_before_any_model_call(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+const r = agent_loop("x", nil, {provider: "mock", max_iterations: 0})
+println(r.status + " " + to_string(r.iterations) + " " + to_string(len(llm_mock_calls())))
+"""
+    )
+    assert lines(out) == ["budget_exhausted 0 0"]
+
+
+def test_a_blocking_sub_agent_that_parks_says_how_to_resume(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+llm_mock({tool_calls: [{name: "agent_await_resumption", arguments: {reason: "blocking park"}}]})
+llm_mock({text: "finished"})
+const r = sub_agent_run("x", {provider: "mock"})
+println(to_string(r.ok) + " " + r.status + " " + r.error.category + " " + r.reason)
+const w = wait_agent(resume_agent(r.snapshot_path))
+println(w.status + " " + w.result.summary)
+"""
+    )
+    assert lines(out) == ["false suspended suspended blocking park", "completed finished"]

@@ -255,11 +255,6 @@ def test_resume_moved_project_from_another_directory(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a blocking sub_agent_run whose model parks reports ok: true with an empty "
-    "summary and no handle or snapshot path to resume it",
-)
 def test_blocking_sub_agent_run_that_parks_says_how_to_resume(tmp_path: Path) -> None:
     prog = """
 llm_mock({tool_calls: [{name: "agent_await_resumption", arguments: {reason: "blocking park"}}]})
@@ -272,12 +267,6 @@ println(r?.snapshot_path != nil || r?.handle != nil || r?.data?.snapshot_path !=
     assert p.stdout.splitlines() == ["suspended", "true"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="worker-event hooks still queued when the pipeline returns are dropped: a "
-    "worker_cancelled hook for close_agent never runs (lifecycle.md 7: worker events run "
-    "their hooks)",
-)
 def test_worker_event_hooks_run_before_exit(tmp_path: Path) -> None:
     prog = """
 pipeline main() {
@@ -293,11 +282,6 @@ pipeline main() {
     assert "hook cancelled w1" in p.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="max_iterations: 0 still makes one model call and reports `done` "
-    "(lifecycle.md 2.13: max LLM round-trips)",
-)
 def test_max_iterations_zero_makes_no_model_call(tmp_path: Path) -> None:
     prog = """
 const r = agent_loop("x", nil, {provider: "mock", max_iterations: 0})
