@@ -680,6 +680,76 @@ def record_from_document(runtime: Any, doc: dict[str, Any], path: str) -> Worker
     return rec
 
 
+# ====================================================================== other processes
+
+
+def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
+    """Bring a ``suspended`` record up to date when another process took its park over
+    (``harnpy run --resume``, ``harnpy workers resume``, ``load_agent`` elsewhere): its
+    snapshot file then shows another status or another park. The record takes the file's
+    outcome — ``completed`` / ``failed`` / ``cancelled`` / ``interrupted`` with the result
+    and error, or ``suspended`` at the new park (this process can then resume it cold from
+    the file) — its parked thread (if any) is dropped and its in-process wait cancelled. A
+    file that says ``running`` (a resume in progress elsewhere) changes nothing: a resume
+    here gets ``HARN-SUS-006``. Cheap when nothing changed (the file's size and mtime are
+    remembered)."""
+    path = rec.snapshot_path
+    if rec.status != "suspended" or not path:
+        return
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    sig = (st.st_mtime_ns, st.st_size)
+    if getattr(rec, "file_sig", None) == sig:
+        return
+    try:
+        with open(path, "rb") as fh:
+            doc = _loads(fh.read())
+    except (OSError, ValueError):
+        return
+    rec.file_sig = sig  # type: ignore[attr-defined]
+    if not isinstance(doc, dict) or doc.get("id") != rec.id:
+        return
+    status = doc.get("status")
+    park = doc.get("park_id")
+    if status == "running" or (status == "suspended" and park == getattr(rec, "park_id", None)):
+        return
+    if status not in ("suspended", "completed", "failed", "cancelled", "interrupted", "stopped"):
+        return
+    owner = doc.get("owner")
+    if (
+        status == "suspended"
+        and isinstance(owner, dict)
+        and owner.get("pid") != os.getpid()
+        and owner_alive(doc)
+    ):
+        return  # adopted by a live process (load_agent): that process holds the park now
+    th = rec.thread
+    if th is not None:
+        from harnpy.stdlib.concurrency import kill_thread
+
+        kill_thread(runtime, th)
+    rec.thread = None
+    rec.park_waker = None
+    rec.suspend_request = None
+    cancel_wait(runtime, rec, "resumed elsewhere")
+    rec.result = doc.get("latest_payload", rec.result)
+    if status == "suspended":
+        rec.park_id = park  # type: ignore[attr-defined]
+        sus = doc.get("suspension")
+        rec.suspension = sus if isinstance(sus, dict) else None
+        rec.resume_wait = doc.get("resume_wait")  # type: ignore[attr-defined]
+    else:
+        rec.status = status
+        rec.suspension = None
+        rec.error = doc.get("latest_error", doc.get("error"))
+        rec.finished_at = doc.get("finished_at")
+        if doc.get("harnpy_encoding") == "json" and doc.get("transcript") is not None:
+            rec.transcript = doc["transcript"]
+    rec.settle()
+
+
 # ====================================================================== claims
 
 
@@ -1879,6 +1949,13 @@ def _snapshot_target(target: str) -> str:
 
 
 def _live_worker(runtime: Any, target: Any) -> WorkerRecord | None:
+    rec = _live_record(runtime, target)
+    if rec is not None:
+        refresh_from_disk(runtime, rec)
+    return rec
+
+
+def _live_record(runtime: Any, target: Any) -> WorkerRecord | None:
     workers = services(runtime).workers
     if type(target) is dict:
         wid = target.get("id")

@@ -250,6 +250,10 @@ def resolve(runtime: Any, h: Any, where: str) -> WorkerRecord:
             rec = services(runtime).workers.get(base[:-5])
     if rec is None:
         raise lifecycle_error(f"unknown worker: {wid}")
+    if rec.status == "suspended":
+        from harnpy.lifecycle.suspend import refresh_from_disk
+
+        refresh_from_disk(runtime, rec)  # another process may have resumed it
     return rec
 
 
@@ -751,7 +755,11 @@ def send_input(thread: Any, *args: Any) -> dict[str, Any]:
 def list_agents(thread: Any, *args: Any) -> list[dict[str, Any]]:
     """``list_agents()`` (2.9): the summaries of every worker of this run, by id (creation
     order), terminal and suspended ones included."""
+    from harnpy.lifecycle.suspend import refresh_from_disk
+
     workers = services(thread.runtime).workers
+    for rec in list(workers.values()):
+        refresh_from_disk(thread.runtime, rec)  # another process may have resumed it
     return [workers[k].summary() for k in sorted(workers)]
 
 

@@ -80,3 +80,33 @@ println(w.status + " " + w.result.summary)
 """
     )
     assert lines(out) == ["false suspended suspended blocking park", "completed finished"]
+
+
+def test_a_worker_resumed_by_another_process_is_refreshed_here(run_harn: RunHarn) -> None:
+    import sys
+
+    out, _ = run_harn(
+        """
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "r"}}]})
+  llm_mock({text: "finished elsewhere"})
+  const h = sub_agent_run("t", {provider: "mock", background: true})
+  const s = wait_agent(h)
+  println(s.status)
+  const r = exec(PYTHON, "-m", "harnpy", "run", "--resume", s.snapshot_path)
+  println(r.status)
+  const w = wait_agent(h)
+  println(w.status + " " + w.result.summary)
+  println(list_agents()[0].status)
+  const again = try { resume_agent(h) }
+  println(contains(to_string(unwrap_err(again)), "HARN-SUS-003"))
+}
+""".replace("PYTHON", '"' + sys.executable + '"')
+    )
+    assert lines(out) == [
+        "suspended",
+        "0",
+        "completed finished elsewhere",
+        "completed",
+        "true",
+    ]
