@@ -15,10 +15,19 @@ PKG = Path(__file__).resolve().parent.parent / "harnpy"
 ALLOWED = {
     "syntax": {"syntax", "diagnostics"},
     "check": {"check", "syntax", "diagnostics", "stdlib"},
-    "runtime": {"runtime", "syntax", "diagnostics", "check", "stdlib", "_lazy"},
+    "runtime": {"runtime", "syntax", "diagnostics", "check", "stdlib", "_lazy", "shapes"},
     "stdlib": {"stdlib", "runtime", "syntax", "diagnostics", "_lazy"},
-    "llm": {"llm"},
-    "lifecycle": {"lifecycle", "runtime", "stdlib", "syntax", "diagnostics", "llm", "_lazy"},
+    "llm": {"llm", "shapes"},
+    "lifecycle": {
+        "lifecycle",
+        "runtime",
+        "stdlib",
+        "syntax",
+        "diagnostics",
+        "llm",
+        "_lazy",
+        "shapes",
+    },
 }
 
 

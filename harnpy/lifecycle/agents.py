@@ -391,7 +391,7 @@ def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any
             ],
         }
     t = append_message(t, assistant_message(resp))
-    calls = [tc.model_dump() for tc in resp.tool_calls]
+    calls = [tc.to_dict() for tc in resp.tool_calls]
     if st["tool_format"] == "text" and st["tools"]:
         calls += parse_text_tool_calls(resp.text, iteration)
     for c in calls:

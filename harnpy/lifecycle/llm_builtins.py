@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from harnpy.lifecycle._common import arg, require_instruction_call, strip_harness, thrown
 from harnpy.lifecycle.services import services
 from harnpy.runtime.errors import HarnError, HarnThrow
@@ -184,7 +186,7 @@ def assistant_message(resp: Any) -> dict[str, Any]:
     """The transcript message of a response: ``{role: "assistant", content, tool_calls?}``."""
     msg: dict[str, Any] = {"role": "assistant", "content": resp.text}
     if resp.tool_calls:
-        msg["tool_calls"] = [tc.model_dump() for tc in resp.tool_calls]
+        msg["tool_calls"] = [tc.to_dict() for tc in resp.tool_calls]
     return msg
 
 
@@ -224,7 +226,7 @@ def _retry_request(request: Any, resp: Any, problems: list[str]) -> Any:
         Message(role="assistant", content=resp.text),
         Message(role="user", content=nudge),
     ]
-    return request.model_copy(update={"messages": messages})
+    return attrs.evolve(request, messages=messages)
 
 
 @builtin("llm_call", control=True)

@@ -19,8 +19,10 @@ use (``defer_build``), so loading a snapshot pays only for the models it validat
   history (:func:`redacted_handle`); ``extra="forbid"`` rejects anything else.
 * :class:`WorkerSuspension` — the ``suspension`` record of a worker summary (3.2).
 * :class:`WorkerSummary` — the WorkerSummary fields of 3.1 (extra keys allowed).
-* :class:`WorkerSnapshotDoc` — the envelope of ``.harn/workers/<id>.json`` (3.6 + harnpy's
-  ``harnpy_snapshot_version`` and embedded evaluator state ``harnpy_thread``).
+
+The envelope of the worker snapshot file is not here: it is read on every cold resume, so
+it is a cheap attrs shape (:mod:`harnpy.lifecycle.documents`); these models are imported
+only when a worker parks or a request is normalized.
 """
 
 from __future__ import annotations
@@ -181,35 +183,6 @@ class WorkerSummary(BaseModel):
     suspension: WorkerSuspension | None = None
 
 
-class ConfigRecord(BaseModel):
-    """``config`` of a worker snapshot: only ``mode`` is checked (3.6 load rules)."""
-
-    model_config = ConfigDict(extra="allow", defer_build=True)
-
-    mode: WorkerMode
-
-
-class WorkerSnapshotDoc(BaseModel):
-    """The envelope of a worker snapshot file (3.6, 3.7). ``harnpy_thread`` is the embedded
-    evaluator snapshot (a ``harnpy_snapshot`` document plus ``pending_slot``) of a parked
-    worker, or nil when the worker has not reached a suspend checkpoint."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
-
-    type_: Literal["worker_snapshot", "daemon_snapshot"] = Field(alias="_type")
-    harnpy_snapshot_version: int = 1
-    id: str = Field(min_length=1)
-    name: str = "worker"
-    task: str = ""
-    status: str = "interrupted"
-    mode: str = "workflow"
-    history: list[Any] = []
-    config: ConfigRecord
-    snapshot_path: str | None = None
-    suspension: dict[str, Any] | None = None
-    harnpy_thread: dict[str, Any] | None = None
-
-
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -246,7 +219,6 @@ def validate(model: type[M], data: Any, what: str) -> M:
 __all__ = [
     "PRIVATE_HANDLE_KEYS",
     "AgentAwaitResumptionRequest",
-    "ConfigRecord",
     "Initiator",
     "ResumeConditions",
     "ResumeTimeout",
@@ -254,7 +226,6 @@ __all__ = [
     "TimeoutAction",
     "WorkerHandle",
     "WorkerMode",
-    "WorkerSnapshotDoc",
     "WorkerStatus",
     "WorkerSummary",
     "WorkerSuspension",

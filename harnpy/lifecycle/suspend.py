@@ -161,15 +161,13 @@ def mock_state(runtime: Any) -> dict[str, Any] | None:
     if host is None:
         return None
     mock = host.mock
-    queue = [e.model_dump(exclude_defaults=True) for e in list(getattr(mock, "_queue", []))]
+    queue = [e.to_dict() for e in list(getattr(mock, "_queue", []))]
     fixture = getattr(mock, "_fixture", None)
     if not queue and fixture is None:
         return None
     return {
         "queue": queue,
-        "fixture": None
-        if fixture is None
-        else [e.model_dump(exclude_defaults=True) for e in list(fixture)],
+        "fixture": None if fixture is None else [e.to_dict() for e in list(fixture)],
     }
 
 
@@ -567,10 +565,9 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     Raises:
         SnapshotLoadError: the cause, worded for ``HARN-SUS-004``.
     """
-    from pydantic import ValidationError
-
-    from harnpy.lifecycle.models import WorkerSnapshotDoc, describe_validation_error
+    from harnpy.lifecycle.documents import WorkerSnapshotDoc
     from harnpy.runtime.snapshot import validate_document
+    from harnpy.shapes import ShapeError, structure
 
     try:
         size = os.path.getsize(path)
@@ -603,11 +600,9 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     if not isinstance(cfg, dict) or cfg.get("mode") not in _MODES:
         raise SnapshotLoadError("worker snapshot is missing a valid config mode")
     try:
-        WorkerSnapshotDoc.model_validate(doc)
-    except ValidationError as e:
-        raise SnapshotLoadError(
-            f"malformed worker snapshot: {describe_validation_error(e)}"
-        ) from None
+        structure(doc, WorkerSnapshotDoc)
+    except ShapeError as e:
+        raise SnapshotLoadError(f"malformed worker snapshot: {e}") from None
     tdoc = doc.get("harnpy_thread")
     if tdoc is not None:
         try:
@@ -1021,7 +1016,7 @@ def suspension_payload(
     ``suspend_agent`` path, 4.2: nothing was registered, an open park) show as nil.
 
     Raises:
-        HarnRuntimeError: the envelope does not match the model (never a pydantic error).
+        HarnRuntimeError: the envelope does not match the shape (never a ShapeError).
     """
     sus = rec.suspension or {}
     if conditions is not None and type(conditions) is not dict:

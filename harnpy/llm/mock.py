@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import attrs
 
 from harnpy.llm.errors import CONFIG, DISABLED, MOCK_UNMATCHED, LlmError
 from harnpy.llm.types import (
@@ -58,6 +58,7 @@ from harnpy.llm.types import (
     Usage,
     validation_message,
 )
+from harnpy.shapes import ShapeError, shape, structure, unstructure
 
 DEFAULT_TOOL_CALL_ID = "mock_call_1"
 DONE_WRAP = "<assistant_prose>{body}</assistant_prose>\n<done>##DONE##</done>"
@@ -70,37 +71,37 @@ _PLACEHOLDERS: dict[str, Any] = {
 }
 
 
-class MockError(BaseModel):
+@shape(forbid_extra=True)
+@attrs.define
+class MockError:
     """``error`` of a mock entry: the categorized failure to raise."""
-
-    model_config = ConfigDict(extra="forbid")
 
     category: str = "generic"
     message: str = "mock error"
     retry_after_ms: int | None = None
 
 
-class MockToolCall(BaseModel):
+@shape(forbid_extra=True)
+@attrs.define(kw_only=True)
+class MockToolCall:
     """A scripted tool call ``{id?, name, arguments}``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str | None = None
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = attrs.field(factory=dict)
 
 
-class MockEntry(BaseModel):
+@shape(forbid_extra=True)
+@attrs.define
+class MockEntry:
     """One ``llm_mock`` entry / one JSONL fixture line (lifecycle.md 2.15 fields).
 
     ``cache_read_tokens``, ``cache_write_tokens``, ``provider`` and ``blocks`` are accepted
     for compatibility with Harn recordings; ``blocks`` is ignored.
     """
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-
     text: str = ""
-    tool_calls: list[MockToolCall] = Field(default_factory=list)
+    tool_calls: list[MockToolCall] = attrs.field(factory=list)
     match: str | None = None
     consume_match: bool = False
     input_tokens: int | None = None
@@ -114,9 +115,13 @@ class MockEntry(BaseModel):
     error: MockError | None = None
     blocks: list[Any] | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as plain data, only the fields that differ from their defaults."""
+        return unstructure(self, exclude_defaults=True)  # type: ignore[no-any-return]
+
     def to_jsonl(self) -> str:
         """One JSON line with only the fields that differ from their defaults."""
-        return json.dumps(self.model_dump(exclude_defaults=True), ensure_ascii=False)
+        return json.dumps(self.to_dict(), ensure_ascii=False)
 
 
 def parse_mock_entry(value: Any, where: str = "llm_mock") -> MockEntry:
@@ -133,8 +138,8 @@ def parse_mock_entry(value: Any, where: str = "llm_mock") -> MockEntry:
         raise LlmError(CONFIG, f"{where}: expected a dict, got {type(value).__name__}")
     cleaned = {k: v for k, v in value.items() if v is not None}
     try:
-        return MockEntry.model_validate(cleaned)
-    except ValidationError as exc:
+        return structure(cleaned, MockEntry)
+    except ShapeError as exc:
         raise LlmError(CONFIG, validation_message(exc, where)) from None
 
 
@@ -302,10 +307,8 @@ class MockProvider:
         """JSON-friendly state (queue, fixture, calls) for snapshots."""
         with self._lock:
             return {
-                "queue": [e.model_dump(exclude_defaults=True) for e in self._queue],
-                "fixture": None
-                if self._fixture is None
-                else [e.model_dump(exclude_defaults=True) for e in self._fixture],
+                "queue": [e.to_dict() for e in self._queue],
+                "fixture": None if self._fixture is None else [e.to_dict() for e in self._fixture],
                 "calls": copy.deepcopy(self._calls),
             }
 
@@ -343,7 +346,7 @@ class MockProvider:
                     {
                         "messages": messages,
                         "system": request.system,
-                        "tools": [t.model_dump() for t in tools] if tools else None,
+                        "tools": [t.to_dict() for t in tools] if tools else None,
                         "thinking": request.thinking,
                     }
                 )

@@ -15,10 +15,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from harnpy.llm.errors import CONFIG, LlmError
 from harnpy.llm.types import LlmRequest, Message, ToolCall, ToolSpec, validation_message
+from harnpy.shapes import ShapeError, structure
 
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 # LlmRequest field -> the llm_call option users wrote (for error messages).
@@ -49,8 +48,8 @@ def coerce_message(value: Any, where: str = "messages") -> Message:
             raise LlmError(CONFIG, f"{where}: `tool_calls` must be a list")
         data["tool_calls"] = [_coerce_tool_call(c, where) for c in calls]
     try:
-        return Message.model_validate(data)
-    except ValidationError as exc:
+        return structure(data, Message)
+    except ShapeError as exc:
         raise LlmError(CONFIG, validation_message(exc, where)) from None
 
 
@@ -145,8 +144,8 @@ def build_request(
         "api_key": opts.get("api_key"),
     }
     try:
-        return LlmRequest.model_validate(fields)
-    except ValidationError as exc:
+        return structure(fields, LlmRequest)
+    except ShapeError as exc:
         message = validation_message(exc, where).replace("field `", "option `")
         for field, option in _OPTION_NAMES.items():
             message = message.replace(f"option `{field}`", f"option `{option}`")

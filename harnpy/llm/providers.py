@@ -16,6 +16,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import attrs
+
 from harnpy.llm.errors import LlmError
 from harnpy.llm.mock import MockEntry, MockProvider, MockRecorder, RecordingProvider
 from harnpy.llm.pool import DEFAULT_MAX_WORKERS, LlmPool
@@ -126,9 +128,9 @@ class LlmHost:
             LlmError: ``config`` from routing.
         """
         if self.fixture_active:
-            return self.mock, request.model_copy(update={"provider": "mock"})
+            return self.mock, attrs.evolve(request, provider="mock")
         route = resolve_route({"provider": request.provider, "model": request.model}, self.env)
-        routed = request.model_copy(update={"provider": route.provider, "model": route.model})
+        routed = attrs.evolve(request, provider=route.provider, model=route.model)
         return self.provider(route.provider), routed
 
     def complete(self, request: LlmRequest) -> LlmResponse:

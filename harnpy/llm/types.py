@@ -1,8 +1,9 @@
 """Normalized request/response models shared by every provider (messages, tools, usage).
 
-All models are pydantic v2 and JSON-friendly: ``.model_dump()`` yields only dict, list, str,
-int, float, bool and None, so the interpreter can turn them into Harn values directly and
-snapshots can store them. Provider modules translate these shapes to and from their wire
+All models are attrs shapes (:mod:`harnpy.shapes`) and JSON-friendly: ``to_dict()`` yields
+only dict, list, str, int, float, bool and None, so the interpreter can turn them into Harn
+values directly and snapshots can store them; :func:`harnpy.shapes.structure` validates
+plain data into them. Provider modules translate these shapes to and from their wire
 formats; nothing outside ``harnpy.llm`` sees a provider-native object.
 """
 
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import attrs
 
 from harnpy.llm.errors import CONFIG, LlmError
+from harnpy.shapes import ShapeError, at_least, shape, unstructure
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -24,17 +26,23 @@ DEFAULT_RETRIES = 2
 DEFAULT_BACKOFF_MS = 250
 
 
-class ToolCall(BaseModel):
+@shape(forbid_extra=True)
+@attrs.define
+class ToolCall:
     """A model-requested tool invocation: ``{id, name, arguments}`` (arguments always a dict)."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{id, name, arguments}`` (a new dict; ``arguments`` copied)."""
+        return unstructure(self)  # type: ignore[no-any-return]
 
 
-class Message(BaseModel):
+@shape(forbid_extra=True)
+@attrs.define
+class Message:
     """One chat message.
 
     ``content`` is a string, a list of provider-neutral content blocks (dicts, passed through
@@ -42,11 +50,9 @@ class Message(BaseModel):
     assistant turns; ``tool_call_id`` (and optionally ``name``) on ``tool`` result turns.
     """
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
     role: Role
     content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = attrs.field(factory=list)
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -54,7 +60,7 @@ class Message(BaseModel):
         """Compact dict (no empty/None fields except ``content``), as recorded by the mock."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
-            out["tool_calls"] = [tc.model_dump() for tc in self.tool_calls]
+            out["tool_calls"] = [tc.to_dict() for tc in self.tool_calls]
         if self.tool_call_id is not None:
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
@@ -71,14 +77,22 @@ class Message(BaseModel):
         return "\n".join(p for p in parts if p)
 
 
-class ToolSpec(BaseModel):
-    """A tool offered to the model: name, description and a JSON-schema ``parameters`` object."""
+def _empty_object_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+@shape(forbid_extra=True)
+@attrs.define
+class ToolSpec:
+    """A tool offered to the model: name, description and a JSON-schema ``parameters`` object."""
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = attrs.field(factory=_empty_object_schema)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{name, description, parameters}`` (a new dict)."""
+        return unstructure(self)  # type: ignore[no-any-return]
 
     @classmethod
     def coerce(cls, value: Any) -> ToolSpec:
@@ -140,7 +154,9 @@ def _json_schema(tool: str, params: Any) -> dict[str, Any]:
     return schema
 
 
-class LlmRequest(BaseModel):
+@shape(forbid_extra=True)
+@attrs.define
+class LlmRequest:
     """One model call, provider-neutral.
 
     ``system`` is kept apart from ``messages`` (providers place it natively). ``provider``
@@ -151,9 +167,7 @@ class LlmRequest(BaseModel):
     never dumped or printed.
     """
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=(), defer_build=True)
-
-    messages: list[Message] = Field(default_factory=list)
+    messages: list[Message] = attrs.field(factory=list)
     system: str | None = None
     model: str | None = None
     provider: str | None = None
@@ -165,10 +179,14 @@ class LlmRequest(BaseModel):
     output_schema: dict[str, Any] | None = None
     thinking: Any = None
     timeout_s: float | None = None
-    retries: int | None = Field(default=None, ge=0)
-    backoff_ms: int | None = Field(default=None, ge=0)
+    retries: int | None = attrs.field(default=None, validator=at_least(0))
+    backoff_ms: int | None = attrs.field(default=None, validator=at_least(0))
     base_url: str | None = None
-    api_key: str | None = Field(default=None, exclude=True, repr=False)
+    api_key: str | None = attrs.field(default=None, repr=False, metadata={"dump": False})
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields but ``api_key``, as plain data."""
+        return unstructure(self)  # type: ignore[no-any-return]
 
     def native_tools(self) -> list[ToolSpec]:
         """Tools to send in the provider's native format (empty when ``tool_format`` is text)."""
@@ -192,7 +210,9 @@ class LlmRequest(BaseModel):
         return self.backoff_ms if self.backoff_ms is not None else DEFAULT_BACKOFF_MS
 
 
-class Usage(BaseModel):
+@shape()
+@attrs.define
+class Usage:
     """Token accounting for one call (provider-reported; the mock uses its documented defaults)."""
 
     input_tokens: int = 0
@@ -201,7 +221,9 @@ class Usage(BaseModel):
     cache_write_tokens: int = 0
 
 
-class LlmResponse(BaseModel):
+@shape()
+@attrs.define
+class LlmResponse:
     """A normalized model answer.
 
     ``text`` is the concatenated visible text ("" when the model only called tools);
@@ -210,11 +232,9 @@ class LlmResponse(BaseModel):
     ``raw_thinking`` holds reasoning text when the provider returned any.
     """
 
-    model_config = ConfigDict(protected_namespaces=(), defer_build=True)
-
     text: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
+    tool_calls: list[ToolCall] = attrs.field(factory=list)
+    usage: Usage = attrs.field(factory=Usage)
     stop_reason: str | None = None
     model: str = ""
     provider: str = ""
@@ -235,17 +255,16 @@ class LlmResponse(BaseModel):
             "output_tokens": self.usage.output_tokens,
             "cache_read_tokens": self.usage.cache_read_tokens,
             "cache_write_tokens": self.usage.cache_write_tokens,
-            "tool_calls": [tc.model_dump() for tc in self.tool_calls],
+            "tool_calls": [tc.to_dict() for tc in self.tool_calls],
             "stop_reason": self.stop_reason,
             "thinking": self.raw_thinking,
         }
 
 
-def validation_message(exc: ValidationError, what: str) -> str:
-    """One-line summary of a pydantic error: ``<what>: field `x`: <reason>`` (first error)."""
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()))
-    reason = err.get("msg", "invalid value")
-    if err.get("type") == "extra_forbidden":
+def validation_message(exc: ShapeError, what: str) -> str:
+    """One-line summary of a shape error: ``<what>: field `x`: <reason>`` or ``<what>:
+    unknown field `x``` (first problem)."""
+    loc, reason = exc.problems[0]
+    if reason == "unknown field":
         return f"{what}: unknown field `{loc}`"
     return f"{what}: field `{loc}`: {reason}" if loc else f"{what}: {reason}"

@@ -825,30 +825,20 @@ def load_document(path: str, max_bytes: int | None = MAX_SNAPSHOT_BYTES) -> dict
     return doc  # type: ignore[no-any-return]
 
 
-def plain_errors(exc: Exception, limit: int = 3) -> str:
-    """A pydantic ValidationError as one short plain sentence (``field: problem; ...``),
-    without pydantic's internals (error types, documentation links)."""
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return str(exc).splitlines()[0]
-    parts = []
-    for err in errors()[:limit]:
-        loc = ".".join(str(x) for x in err.get("loc", ())) or "document"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}".replace("Input should be", "expected"))
-    more = len(errors()) - limit
-    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
-
-
 def validate_document(doc: Any, where: str = "snapshot") -> None:
-    """Check the envelope with the pydantic model; raise SnapshotError on mismatch."""
+    """Check the envelope (:class:`~harnpy.runtime.snapshot_model.SnapshotEnvelope`).
+
+    Raises:
+        SnapshotError: E404 when ``doc`` is not a harnpy snapshot (the message names the
+            first bad field), E405 when its format or codegen version differs from ours.
+    """
     from harnpy.runtime.snapshot_model import SnapshotEnvelope
+    from harnpy.shapes import ShapeError, structure
 
     try:
-        env = SnapshotEnvelope.model_validate(doc)
-    except Exception as e:  # pydantic.ValidationError
-        raise SnapshotError(
-            f"{where} is not a harnpy snapshot: {plain_errors(e)}", "E404"
-        ) from None
+        env = structure(doc, SnapshotEnvelope)
+    except ShapeError as e:
+        raise SnapshotError(f"{where} is not a harnpy snapshot: {e}", "E404") from None
     if env.harnpy_snapshot_version != FORMAT_VERSION:
         raise SnapshotError(
             f"{where} has snapshot format version {env.harnpy_snapshot_version}; this harnpy "

@@ -1,52 +1,60 @@
-"""Pydantic models of the snapshot envelope (validated on load; see snapshot.py).
+"""The snapshot envelope as validated shapes (checked on load; see snapshot.py).
 
 Only the envelope is modelled: the ``heap``, ``globals`` and frame payloads are tagged JSON
-decoded by :mod:`harnpy.runtime.snapshot` into an allow-list of value classes.
+decoded by :mod:`harnpy.runtime.snapshot` into an allow-list of value classes. Unknown keys
+are ignored (later harnpy versions may add some).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import attrs
+
+from harnpy.shapes import at_least, field_problem, shape
 
 
-class ModuleRecord(BaseModel):
+def _sha256_hex(_inst: Any, attr: attrs.Attribute[Any], value: str) -> None:
+    if len(value) != 64:
+        raise field_problem(attr.name, "must be a sha256 hex digest (64 characters)")
+
+
+@shape()
+@attrs.define
+class ModuleRecord:
     """A module the snapshot's code references: key, file path, sha256 of its source."""
-
-    model_config = ConfigDict(extra="allow")
 
     key: str
     path: str
-    hash: str = Field(min_length=64, max_length=64)
+    hash: str = attrs.field(validator=_sha256_hex)
     role: Literal["main", "library"] = "library"
     source: str | None = None
 
 
-class ThreadRecord(BaseModel):
+@shape()
+@attrs.define
+class ThreadRecord:
     """The snapshotted thread: its top frame (tagged value or heap reference) and depth."""
-
-    model_config = ConfigDict(extra="allow")
 
     name: str
     top: Any
-    depth: int = Field(ge=0)
-    argv: list[str] = []
+    depth: int = attrs.field(validator=at_least(0))
+    argv: list[str] = attrs.field(factory=list)
 
 
-class SnapshotEnvelope(BaseModel):
+@shape()
+@attrs.define
+class SnapshotEnvelope:
     """The top level of a harnpy snapshot document (format version 1)."""
 
-    model_config = ConfigDict(extra="allow")
-
-    type_: Literal["harnpy_snapshot"] = Field(alias="_type")
+    type_: Literal["harnpy_snapshot"] = attrs.field(metadata={"key": "_type"})
     harnpy_snapshot_version: int
     codegen_version: int
     harnpy_version: str
     created_at: str
     modules: list[ModuleRecord]
     globals: dict[str, Any]
-    impls: dict[str, dict[str, Any]] = {}
     heap: list[Any]
     thread: ThreadRecord
-    extra: dict[str, Any] = {}
+    impls: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    extra: dict[str, Any] = attrs.field(factory=dict)

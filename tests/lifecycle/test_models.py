@@ -1,5 +1,5 @@
-"""The pydantic models of the suspend / resume data shapes (lifecycle.md 3) against the
-values the runtime really produces."""
+"""The pydantic models of the suspend / resume data shapes (lifecycle.md 3) and the worker
+snapshot envelope shape, against the values the runtime really produces."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from harnpy.lifecycle.documents import WorkerSnapshotDoc
 from harnpy.lifecycle.models import (
     AgentAwaitResumptionRequest,
     ResumeConditions,
     ResumeTimeout,
     Suspension,
-    WorkerSnapshotDoc,
     WorkerSummary,
 )
 from harnpy.lifecycle.services import services
+from harnpy.shapes import ShapeError, structure
 from tests.lifecycle.conftest import PARK_ONCE, RunHarn, load, snapshots
 
 
@@ -31,7 +32,7 @@ def test_runtime_values_validate(run_harn: RunHarn, state_dir: Path) -> None:
     assert summary.status == "suspended" and summary.suspension is not None
     assert summary.suspension.initiator == "self_initiated"
     (snap,) = snapshots(state_dir)
-    doc = WorkerSnapshotDoc.model_validate(load(snap))
+    doc = structure(load(snap), WorkerSnapshotDoc)
     assert doc.harnpy_thread is not None and doc.config.mode == "sub_agent"
 
 
@@ -82,3 +83,18 @@ def test_await_resumption_request(run_harn: RunHarn) -> None:
         "{duration_minutes: 1}}, { h, s -> nil }).conditions) }"
     )
     assert out.strip() == "{timeout: {duration_minutes: 1, on_timeout: resume_with_summary}}"
+
+
+def test_worker_snapshot_envelope_errors_name_the_field(state_dir: Path, run_harn: RunHarn) -> None:
+    run_harn("pipeline main() {" + PARK_ONCE + " wait_agent(h) }")
+    (snap,) = snapshots(state_dir)
+    doc = load(snap)
+    for bad, message in (
+        ({**doc, "config": {"mode": "bogus"}}, "field `config.mode`: expected one of"),
+        ({**doc, "id": ""}, "field `id`: must not be empty"),
+        ({**doc, "_type": "other"}, "field `_type`: expected one of"),
+        ({**doc, "history": "abc"}, "field `history`: expected a list, got string"),
+    ):
+        with pytest.raises(ShapeError) as err:
+            structure(bad, WorkerSnapshotDoc)
+        assert str(err.value).startswith(message), str(err.value)

@@ -60,7 +60,7 @@ def test_tool_use_blocks(server, sleeps):
     )
     resp = make(server, sleeps).complete(ask("find harn", tools=[SEARCH]))
     assert resp.text == "Let me look."
-    assert [tc.model_dump() for tc in resp.tool_calls] == [
+    assert [tc.to_dict() for tc in resp.tool_calls] == [
         {"id": "toolu_1", "name": "search", "arguments": {"q": "harn"}}
     ]
     assert resp.stop_reason == "tool_use"

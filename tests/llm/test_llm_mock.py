@@ -139,7 +139,7 @@ def test_scripted_tool_calls_ids_and_tokens():
         }
     )
     resp = mock.complete(req("héllo"))
-    assert [tc.model_dump() for tc in resp.tool_calls] == [
+    assert [tc.to_dict() for tc in resp.tool_calls] == [
         {"id": "mock_call_1", "name": "read", "arguments": {"path": "a"}},
         {"id": "custom", "name": "write", "arguments": {}},
     ]
@@ -216,7 +216,7 @@ TOOLS = [
 def test_default_calls_first_native_tool_with_placeholders():
     resp = MockProvider().complete(req("fix it", tools=TOOLS))
     assert resp.text == ""
-    assert [tc.model_dump() for tc in resp.tool_calls] == [
+    assert [tc.to_dict() for tc in resp.tool_calls] == [
         {
             "id": "mock_call_1",
             "name": "edit",

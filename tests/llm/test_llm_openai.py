@@ -62,7 +62,7 @@ def test_native_tool_call_with_null_content(server, sleeps):
     server.queue(CHAT_PATH, Reply(body=openai_tool_call("get_weather", '{"city": "Oslo"}')))
     resp = make(server, sleeps).complete(ask("weather?", tools=[WEATHER]))
     assert resp.text == ""
-    assert [tc.model_dump() for tc in resp.tool_calls] == [
+    assert [tc.to_dict() for tc in resp.tool_calls] == [
         {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}
     ]
     assert resp.stop_reason == "tool_use"
@@ -104,7 +104,7 @@ def test_tool_arguments_as_empty_string_and_missing_id(server, sleeps):
     del body["choices"][0]["message"]["tool_calls"][0]["id"]
     server.queue(CHAT_PATH, Reply(body=body))
     resp = make(server, sleeps).complete(ask())
-    assert [tc.model_dump() for tc in resp.tool_calls] == [
+    assert [tc.to_dict() for tc in resp.tool_calls] == [
         {"id": "call_1", "name": "ping", "arguments": {}}
     ]
 

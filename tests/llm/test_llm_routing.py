@@ -8,6 +8,7 @@ import pytest
 
 from harnpy.llm import LlmError, build_request, resolve_route, select_provider
 from harnpy.llm._retry import backoff_delay, parse_retry_after
+from harnpy.shapes import unstructure
 
 
 @pytest.mark.parametrize(
@@ -106,7 +107,7 @@ def test_build_request_maps_harn_options():
             "api_key": "secret",
         },
     )
-    assert request.messages[0].model_dump(exclude_defaults=True) == {
+    assert unstructure(request.messages[0], exclude_defaults=True) == {
         "role": "user",
         "content": "hello",
     }
@@ -121,7 +122,7 @@ def test_build_request_maps_harn_options():
     }
     assert grep.parameters["required"] == ["pattern"]
     assert grep.parameters["properties"]["limit"] == {"type": "integer"}
-    assert "secret" not in repr(request) and "api_key" not in request.model_dump()
+    assert "secret" not in repr(request) and "api_key" not in request.to_dict()
 
 
 def test_build_request_messages_option_and_openai_shapes():

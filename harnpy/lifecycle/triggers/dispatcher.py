@@ -41,6 +41,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+import attrs
+
 from harnpy.lifecycle.triggers._util import rfc3339, sanitize_id, uuid7
 
 Gen = Generator[Any, Any, Any]
@@ -385,7 +387,7 @@ class TriggerDispatcher:
         spec = wc.trigger
         if spec is None:
             spec = TriggerSpec(id=wid, kind="auto_resume", provider="harn")
-        spec = spec.model_copy(update={"id": wid})
+        spec = attrs.evolve(spec, id=wid)
         deadline = None
         on_timeout = None
         if wc.timeout is not None:

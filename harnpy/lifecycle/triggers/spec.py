@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import attrs
 
 from harnpy.lifecycle.triggers.cron import (
     CATCHUP_MODES,
@@ -31,6 +31,7 @@ from harnpy.lifecycle.triggers.cron import (
     CronSchedule,
     parse_schedule,
 )
+from harnpy.shapes import unstructure
 
 AUTONOMY_TIERS = ("shadow", "suggest", "act_with_approval", "act_auto")
 DEFAULT_MAX_ATTEMPTS = 7
@@ -45,7 +46,8 @@ class TriggerSpecError(ValueError):
     """A trigger config the parser rejects; ``str(e)`` is the reference-style message."""
 
 
-class HandlerSpec(BaseModel):
+@attrs.define(kw_only=True)
+class HandlerSpec:
     """What a binding runs when it fires.
 
     ``kind`` is ``local`` (a Harn closure/builtin in ``callable``), ``a2a`` / ``worker``
@@ -54,15 +56,13 @@ class HandlerSpec(BaseModel):
     settings are in ``config`` and live values (closures) in ``live``.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     kind: str
     target: str | None = None
     raw: str | None = None
     allow_cleartext: bool = False
-    config: dict[str, Any] = Field(default_factory=dict)
-    callable: Any = Field(default=None, exclude=True)
-    live: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    config: dict[str, Any] = attrs.field(factory=dict)
+    callable: Any = attrs.field(default=None, metadata={"dump": False})
+    live: dict[str, Any] = attrs.field(factory=dict, metadata={"dump": False})
 
     def descriptor(self) -> dict[str, Any]:
         """The JSON descriptor stored with the binding (closures by name only)."""
@@ -77,14 +77,16 @@ class HandlerSpec(BaseModel):
         return out
 
 
-class RetrySpec(BaseModel):
+@attrs.define(kw_only=True)
+class RetrySpec:
     """``retry: {max, backoff}``: attempts (>= 1) and ``svix`` or ``immediate`` backoff."""
 
     max: int = DEFAULT_MAX_ATTEMPTS
     backoff: str = "svix"
 
 
-class CronSpec(BaseModel):
+@attrs.define(kw_only=True)
+class CronSpec:
     """Cron source settings: ``schedule`` (validated), IANA ``timezone``, ``catchup_mode``."""
 
     schedule: str
@@ -97,7 +99,8 @@ class CronSpec(BaseModel):
         return parse_schedule(self.schedule, self.timezone)
 
 
-class TriggerSpec(BaseModel):
+@attrs.define(kw_only=True)
+class TriggerSpec:
     """A parsed trigger binding spec (lifecycle.md §4.3).
 
     ``match_events`` is what the binding listens to (``events()`` falls back to ``[kind]``);
@@ -105,19 +108,17 @@ class TriggerSpec(BaseModel):
     persisted form (the durable wait store keeps it).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     id: str = ""
     kind: str
     provider: str
     handler: HandlerSpec | None = None
-    match_events: list[str] = Field(default_factory=list)
+    match_events: list[str] = attrs.field(factory=list)
     match_path: str | None = None
     autonomy_tier: str = "act_auto"
-    when: Any = Field(default=None, exclude=True)
+    when: Any = attrs.field(default=None, metadata={"dump": False})
     when_raw: str | None = None
     when_budget: dict[str, Any] | None = None
-    retry: RetrySpec = Field(default_factory=RetrySpec)
+    retry: RetrySpec = attrs.field(factory=RetrySpec)
     dedupe_key: str | None = None
     filter: str | None = None
     allow_cleartext: bool = False
@@ -136,7 +137,7 @@ class TriggerSpec(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able dict of the spec (live closures reduced to their names)."""
-        data = self.model_dump(mode="json", exclude={"handler"})
+        data: dict[str, Any] = unstructure(self)
         data["handler"] = self.handler.descriptor() if self.handler is not None else None
         return data
 
