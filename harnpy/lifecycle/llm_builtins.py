@@ -21,8 +21,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
 from harnpy.lifecycle._common import arg, require_instruction_call, strip_harness, thrown
 from harnpy.lifecycle.services import services
 from harnpy.runtime.errors import HarnError, HarnThrow
@@ -226,6 +224,8 @@ def _retry_request(request: Any, resp: Any, problems: list[str]) -> Any:
         Message(role="assistant", content=resp.text),
         Message(role="user", content=nudge),
     ]
+    import attrs  # the LLM layer's shapes are attrs classes (imported with it)
+
     return attrs.evolve(request, messages=messages)
 
 
