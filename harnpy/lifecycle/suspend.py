@@ -161,14 +161,30 @@ def mock_state(runtime: Any) -> dict[str, Any] | None:
     if host is None:
         return None
     mock = host.mock
-    queue = [e.to_dict() for e in list(getattr(mock, "_queue", []))]
+    entries = list(getattr(mock, "_queue", []))
     fixture = getattr(mock, "_fixture", None)
-    if not queue and fixture is None:
+    if not entries and fixture is None:
         return None
-    return {
+    # the plain form of each queued entry is kept between parks (entries are never changed
+    # in place), so a park does not re-serialize a long queue every time
+    old: dict[int, tuple[Any, Any]] = _cache(runtime, "mock_dicts")
+    new: dict[int, tuple[Any, Any]] = {}
+
+    def plain(e: Any) -> Any:
+        hit = old.get(id(e))
+        if hit is None or hit[0] is not e:
+            hit = (e, e.to_dict())
+        new[id(e)] = hit
+        return hit[1]
+
+    queue = [plain(e) for e in entries]
+    out = {
         "queue": queue,
-        "fixture": None if fixture is None else [e.to_dict() for e in list(fixture)],
+        "fixture": None if fixture is None else [plain(e) for e in list(fixture)],
     }
+    old.clear()
+    old.update(new)
+    return out
 
 
 def _record_fields(runtime: Any, rec: WorkerRecord) -> dict[str, Any]:
@@ -492,6 +508,7 @@ def persist(
                 f"harnpy: warning: cannot write worker snapshot {path}: {e.strerror or e}\n"
             )
         return False
+    _remember_file(rec, path)
     if st is not None and st.get("daemon") and type(st.get("persist_path")) is str:
         daemon_doc = dict(doc)
         daemon_doc["_type"] = DAEMON_SNAPSHOT_TYPE
@@ -676,6 +693,17 @@ def record_from_document(runtime: Any, doc: dict[str, Any], path: str) -> Worker
 
 
 # ====================================================================== other processes
+
+
+def _remember_file(rec: WorkerRecord, path: str) -> None:
+    """Remember the size and mtime of the snapshot this process just wrote, so that
+    :func:`refresh_from_disk` does not read its own writes back (a park / resume cycle
+    stays free of a full read of the growing file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    rec.file_sig = (st.st_mtime_ns, st.st_size)  # type: ignore[attr-defined]
 
 
 def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
