@@ -2512,6 +2512,17 @@ def install(dispatcher: Any) -> None:
         return
     dispatcher._worker_layer = True
     dispatcher.resume_handler = lambda req: _on_wait_fired(rt, req)
+    dispatcher.still_parked = lambda req: _still_parked(rt, req)
+
+
+def _still_parked(runtime: Any, req: Any) -> bool:
+    """Whether the worker of a wait whose resume just failed is still parked at the wait's
+    park in this process (the failure changed nothing: the wait is kept)."""
+    rec = services(runtime).workers.get(req.worker_id)
+    if rec is None or rec.status != "suspended":
+        return False
+    park = getattr(req, "park_id", None)
+    return park is None or getattr(rec, "park_id", None) == park
 
 
 # ====================================================================== close / finish

@@ -110,3 +110,29 @@ pipeline main() {
         "completed",
         "true",
     ]
+
+
+def test_a_trigger_resume_that_fails_before_taking_effect_keeps_the_wait(
+    run_harn: RunHarn,
+) -> None:
+    out, _ = run_harn(
+        """
+pipeline main(harness: Harness) {
+  register_session_hook("pre_resume", { p ->
+    if p.resume_input?.payload?.n == 1 { throw "hook broke" }
+    return true
+  })
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "r",
+    conditions: {trigger: {kind: "k", provider: "github"}}}}]})
+  llm_mock({text: "fin"})
+  const h = sub_agent_run("y", {provider: "mock", background: true})
+  const trig = wait_agent(h).suspension.auto_resume_trigger
+  const f1 = trigger_fire(trig, {provider: "github", kind: "k", payload: {n: 1}})
+  println(f1.status + " " + to_string(contains(f1.error ?? "", "hook broke")))
+  println(wait_agent(h).status + " " + to_string(len(trigger_list())))
+  const f2 = trigger_fire(trig, {provider: "github", kind: "k", payload: {n: 2}})
+  println(f2.status + " " + wait_agent(h).status)
+}
+"""
+    )
+    assert lines(out) == ["dlq true", "suspended 1", "dispatched completed"]

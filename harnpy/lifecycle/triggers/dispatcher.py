@@ -254,6 +254,10 @@ class TriggerDispatcher:
         self.waits: dict[str, ResumeWait] = {}
         #: ``fn(ResumeRequest) -> Any`` installed by the worker layer.
         self.resume_handler: Callable[[ResumeRequest], Any] | None = None
+        #: ``fn(ResumeRequest) -> bool`` installed by the worker layer: whether the worker
+        #: is still parked at the request's park after its resume handler raised (the wait
+        #: is then kept, as for a PreResume denial).
+        self.still_parked: Callable[[ResumeRequest], bool] | None = None
         #: Executors of handler variants (``interrupt_and_suspend``...), installed by the
         #: layer that owns them: ``fn(dispatcher, binding, event) -> value | generator``.
         self.variant_executors: dict[str, Callable[..., Any]] = {}
@@ -658,7 +662,8 @@ class TriggerDispatcher:
         blocked the resume, lifecycle.md §2.4 step 2) leaves the wait registered as it was
         — binding, version, timer — except that a *timeout* that fired is not armed again
         (it would fire again at once): the worker stays suspended and a later trigger or
-        event can still resume it."""
+        event can still resume it. A handler that raises while the worker is still parked
+        (:attr:`still_parked`) keeps the wait the same way, then re-raises."""
         if wait.state != "pending":
             return {"status": "skipped", "reason": f"wait is {wait.state}"}
         req = self.resume_request(wait, cause, event)
@@ -682,6 +687,11 @@ class TriggerDispatcher:
         try:
             result = self.resume_handler(req)
         except Exception as e:
+            if self._still_parked(req):
+                # refused before it took effect (blank input, a failing hook...): the wait
+                # stays, the error is reported by the caller (dispatch: dlq)
+                self._keep_denied_wait(wait, binding, cause, token)
+                raise
             wait.state = "fired"
             if token is not None:
                 self.store.complete(
@@ -699,6 +709,14 @@ class TriggerDispatcher:
             }
             self.store.complete(wait.id, token, "completed", outcome, self.now_ms())
         return result
+
+    def _still_parked(self, req: ResumeRequest) -> bool:
+        if self.still_parked is None:
+            return False
+        try:
+            return bool(self.still_parked(req))
+        except Exception:  # noqa: BLE001 - a broken check keeps the old behaviour
+            return False
 
     def _keep_denied_wait(
         self, wait: ResumeWait, binding: Binding | None, cause: str, token: str | None
