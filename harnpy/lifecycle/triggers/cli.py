@@ -67,7 +67,11 @@ def main(args: argparse.Namespace) -> int:
     from harnpy.lifecycle.triggers.store import StoreError
 
     try:
+        _resume_fn(getattr(args, "resume_cmd", None))  # a usage error before the store opens
         store = _open(getattr(args, "store", None))
+    except UsageError as e:
+        sys.stderr.write(f"harnpy: {e}\n")
+        return 2
     except (StoreError, OSError) as e:
         sys.stderr.write(f"harnpy: {e}\n")
         return 2
