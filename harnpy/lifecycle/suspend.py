@@ -148,7 +148,7 @@ def _target_path(runtime: Any, rec: WorkerRecord) -> str:
 
 
 def _jsonable(v: Any) -> Any:
-    from harnpy.lifecycle.triggers.spec import jsonable
+    from harnpy.lifecycle.triggers._util import jsonable
 
     return jsonable(v)
 

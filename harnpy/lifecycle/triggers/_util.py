@@ -143,3 +143,32 @@ def snapshot_status(path: str | None) -> str | None:
     target: dict[str, Any] = inner if isinstance(inner, dict) else doc
     st = target.get("status")
     return st if isinstance(st, str) else None
+
+
+def is_callable(v: Any) -> bool:
+    """Whether ``v`` is a Harn closure or builtin (a handler, predicate or factory)."""
+    from harnpy.runtime.values import Builtin, Closure
+
+    return type(v) is Closure or type(v) is Builtin
+
+
+def callable_name(v: Any) -> str:
+    """The name a callable is stored under (closures keep no code in trigger records)."""
+    return str(getattr(v, "name", "closure"))
+
+
+def jsonable(v: Any) -> Any:
+    """A JSON-able copy of a Harn value for stored payloads: closures become
+    ``"<fn name>"``, other non-JSON values their display text."""
+    t = type(v)
+    if v is None or t in (bool, int, float, str):
+        return v
+    if t is list:
+        return [jsonable(x) for x in v]
+    if t is dict:
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if is_callable(v):
+        return f"<fn {callable_name(v)}>"
+    from harnpy.runtime.display import display
+
+    return display(v)

@@ -24,6 +24,10 @@ from typing import Any
 
 import attrs
 
+from harnpy.lifecycle.triggers._util import callable_name as _callable_name
+from harnpy.lifecycle.triggers._util import is_callable as _is_callable
+from harnpy.lifecycle.triggers._util import jsonable as _jsonable
+from harnpy.lifecycle.triggers._util import jsonable as jsonable  # re-exported
 from harnpy.lifecycle.triggers.cron import (
     CATCHUP_MODES,
     DEFAULT_CATCHUP,
@@ -506,16 +510,6 @@ def _is_int(v: Any) -> bool:
     return type(v) is int
 
 
-def _is_callable(v: Any) -> bool:
-    from harnpy.runtime.values import Builtin, Closure
-
-    return type(v) is Closure or type(v) is Builtin
-
-
-def _callable_name(v: Any) -> str:
-    return str(getattr(v, "name", "closure"))
-
-
 def _required_string(config: dict[str, Any], key: str, builtin: str) -> str:
     v = config.get(key)
     if type(v) is not str:
@@ -555,24 +549,3 @@ def _string_list(value: Any, builtin: str) -> list[str]:
             raise TriggerSpecError(f"{builtin}: `events` entries must be strings, got {_tn(item)}")
         out.append(item)
     return out
-
-
-def _jsonable(v: Any) -> Any:
-    """A JSON-able copy of a Harn value (closures become their names, others displayed)."""
-    t = type(v)
-    if v is None or t in (bool, int, float, str):
-        return v
-    if t is list:
-        return [_jsonable(x) for x in v]
-    if t is dict:
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if _is_callable(v):
-        return f"<fn {_callable_name(v)}>"
-    from harnpy.runtime.display import display
-
-    return display(v)
-
-
-def jsonable(v: Any) -> Any:
-    """Public alias of the Harn-value -> JSON-able converter used for stored payloads."""
-    return _jsonable(v)
