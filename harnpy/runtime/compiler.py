@@ -885,15 +885,23 @@ class Compiler:
             b.emit(I.op_eval, make)
 
     def s_SkillDecl(self, st: A.SkillDecl) -> None:
+        from harnpy.stdlib.skills import new_skill_registry, skill_define
+
         b = self.b
         fields = [(k, self.expr(v)) for k, v in st.fields]
         name = st.name
 
         def make(f: Frame) -> Any:
             cfg = {k: ev(f) for k, ev in fields}
-            return f.thread.runtime.call_builtin_sync(f.thread, "skill_define", [name, cfg])
+            return skill_define(f.thread, new_skill_registry(), name, cfg)
 
-        b.emit(I.op_eval, make)
+        self._check_redeclare(name, False, st.span)
+        if b.at_module_top():
+            b.emit(I.op_store_global, self.ctx.module.globals, name, make)
+            self.ctx.module.global_kinds[name] = "let"
+        else:
+            slot = b.declare(name, False, "let")
+            b.emit(I.op_store, slot, make)
 
     def s_IfExpr(self, st: A.IfExpr) -> None:
         self.if_expr(st, None)

@@ -392,18 +392,6 @@ class Runtime:
             value = finish(self, value)
         return value
 
-    def call_builtin_sync(self, thread: Thread, name: str, args: list[Any]) -> Any:
-        """Call builtin ``name`` directly on ``thread`` and return its result; meant for plain
-        builtins (a callback builtin would return its generator unrun).
-
-        Raises:
-            HarnRuntimeError: E301 ``Undefined builtin: name`` when none is registered.
-        """
-        b = self.builtins.get(name)
-        if b is None:
-            raise plain_error(f"Undefined builtin: {name}", "E301")
-        return b.fn(thread, *args)
-
 
 def export_names(lib: ModuleInstance) -> list[str]:
     """Names a wildcard import of ``lib`` exposes (spec 3.18): its ``pub fn``s, or all its

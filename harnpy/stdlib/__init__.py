@@ -50,6 +50,7 @@ def load_all() -> None:
     import harnpy.stdlib.schema  # noqa: F401
     import harnpy.stdlib.sets  # noqa: F401
     import harnpy.stdlib.shared  # noqa: F401
+    import harnpy.stdlib.skills  # noqa: F401
     import harnpy.stdlib.stdmodules  # noqa: F401
     import harnpy.stdlib.streams  # noqa: F401
     import harnpy.stdlib.strings  # noqa: F401
