@@ -278,7 +278,9 @@ def render_runtime_error(e: Any, rt: Any) -> str:
         mod = rt.modules.get(top.path) if hasattr(rt, "modules") else None
         if mod is not None:
             src = mod.source
-        d = Diagnostic(e.code, e.message, top.path, top.line, top.col, source=src)
+        d = Diagnostic(
+            e.code, e.message, top.path, top.line, top.col, source=src, end_col=top.end_col
+        )
         lines = [d.render()]
         lines.append("stack trace (most recent call first):")
         for t, repeats in _collapse_repeats(trace):

@@ -12,7 +12,13 @@ from typing import Any
 
 from harnpy.runtime.code import MISSING, STOP, SWITCH, CodeObject, Frame, NativeFrame
 from harnpy.runtime.display import display
-from harnpy.runtime.errors import HarnRuntimeError, plain_error, type_error
+from harnpy.runtime.errors import (
+    HarnError,
+    HarnRuntimeError,
+    TraceEntry,
+    plain_error,
+    type_error,
+)
 from harnpy.runtime.values import (
     BoundMethod,
     Builtin,
@@ -122,7 +128,18 @@ def fast_function(f: Any) -> Any:
             args = (args + (None,) * n)[:n]
         fr.slots = [*args, *caps, *tail]
         fr.thread = thread
-        return ev(fr)
+        try:
+            return ev(fr)
+        except HarnError as err:
+            # No frame of its own: record the closure's trace entry here, as its frame's
+            # unwind would have (the caller's entry follows).
+            at = err.at
+            err.at = None
+            if at is None:
+                line, col = code.line_at(0)
+                at = (line, col, 0)
+            err.trace.append(TraceEntry(code.name, code.module.path, *at))
+            raise
 
     f.fast = call
     return call

@@ -24,7 +24,13 @@ from harnpy.runtime import ops
 from harnpy.runtime.calls import StructType
 from harnpy.runtime.code import MISSING, UNBOUND, CodeObject, Frame, Handler
 from harnpy.runtime.display import display
-from harnpy.runtime.errors import HarnRuntimeError, plain_error, runtime_error, type_error
+from harnpy.runtime.errors import (
+    HarnError,
+    HarnRuntimeError,
+    plain_error,
+    runtime_error,
+    type_error,
+)
 from harnpy.runtime.values import (
     Closure,
     Duration,
@@ -1127,7 +1133,7 @@ class Compiler:
         binding = b.lookup_local(name)
         if binding is not None:
             if binding.kind == "capture" and self._capture_may_be_unbound(name):
-                return _capture_checked_ev(binding.slot, name)
+                return _capture_checked_ev(binding.slot, name, span)
             return _slot_ev(binding.slot)
         ctx = self.ctx
         if name in ctx.enums:
@@ -1142,7 +1148,7 @@ class Compiler:
         schema = self.type_schema(name)
         if schema is not None:
             return _const(schema)
-        return _dynamic_ev(name)
+        return _dynamic_ev(name, span)
 
     def param_schema(self, t: A.TypeExpr) -> dict[str, Any] | None:
         """Schema a typed parameter is checked against at call time (spec 3.11), or None
@@ -1317,7 +1323,7 @@ class Compiler:
         if self.suspends(e.right) and not _is_stable(e.left):
             left = self.spill(left)
         right = self.expr(e.right)
-        return _binop_ev(e.op, left, right, e.left, e.right, self)
+        return _binop_ev(e.op, left, right, e.left, e.right, self, e.span)
 
     def e_LogicalOp(self, e: A.LogicalOp) -> Ev:
         left = self.expr(e.left)
@@ -1363,7 +1369,16 @@ class Compiler:
         if e.op == "-":
             if type(e.operand) is A.Literal and type(e.operand.value) in (int, float):
                 return _const(ops.negate(e.operand.value))
-            return lambda f: ops.negate(operand(f))
+            span = e.span
+
+            def neg(f: Frame) -> Any:
+                try:
+                    return ops.negate(operand(f))
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
+
+            return neg
         if e.op == "!":
             return lambda f: not ops.truthy(operand(f))
         raise CompileError(f"unknown unary operator {e.op}", e.span)
@@ -1483,31 +1498,65 @@ class Compiler:
         spread = [type(a) is A.Spread for a in e.args]
         argevs = self._operands(e.args)
         mx = bi.max_args
+        span = e.span
         if any(spread):
             build = I._args_builder(argevs, spread)
 
             def call_spread(f: Frame) -> Any:
-                args = build(f)
-                if mx is not None and len(args) > mx:
-                    args = args[:mx]
-                return fn(f.thread, *args)
+                try:
+                    args = build(f)
+                    if mx is not None and len(args) > mx:
+                        args = args[:mx]
+                    return fn(f.thread, *args)
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
 
             return call_spread
         if mx is not None and len(argevs) > mx:
             argevs = argevs[:mx]
         n = len(argevs)
         if n == 0:
-            return lambda f: fn(f.thread)
+
+            def call0(f: Frame) -> Any:
+                try:
+                    return fn(f.thread)
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
+
+            return call0
         if n == 1:
             a0 = argevs[0]
-            return lambda f: fn(f.thread, a0(f))
+
+            def call1(f: Frame) -> Any:
+                try:
+                    return fn(f.thread, a0(f))
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
+
+            return call1
         if n == 2:
             a0, a1 = argevs
-            return lambda f: fn(f.thread, a0(f), a1(f))
-        if n == 3:
-            a0, a1, a2 = argevs
-            return lambda f: fn(f.thread, a0(f), a1(f), a2(f))
-        return lambda f: fn(f.thread, *[a(f) for a in argevs])
+
+            def call2(f: Frame) -> Any:
+                try:
+                    return fn(f.thread, a0(f), a1(f))
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
+
+            return call2
+
+        def calln(f: Frame) -> Any:
+            try:
+                return fn(f.thread, *[a(f) for a in argevs])
+            except HarnError as err:
+                _locate(err, span)
+                raise
+
+        return calln
 
     def call(self, e: A.Call | A.MethodCall, target: int | None) -> None:
         """Emit a call instruction; its result goes to ``target`` (a temp if None)."""
@@ -1612,11 +1661,17 @@ class Compiler:
 
             return opt
 
+        span = e.span
+
         def prop(f: Frame) -> Any:
             o = obj(f)
             if type(o) is dict:
                 return o.get(name)
-            return ops.get_property(o, name)
+            try:
+                return ops.get_property(o, name)
+            except HarnError as err:
+                _locate(err, span)
+                raise
 
         return prop
 
@@ -1627,13 +1682,31 @@ class Compiler:
         idx = self.expr(e.index)
         if e.optional:
             return lambda f: _opt_index(obj(f), idx(f))
-        return lambda f: ops.index(obj(f), idx(f))
+        span = e.span
+
+        def index(f: Frame) -> Any:
+            try:
+                return ops.index(obj(f), idx(f))
+            except HarnError as err:
+                _locate(err, span)
+                raise
+
+        return index
 
     def e_Slice(self, e: A.Slice) -> Ev:
         obj = self.expr(e.obj)
         start = self.expr(e.start) if e.start is not None else _const(None)
         end = self.expr(e.end) if e.end is not None else _const(None)
-        return lambda f: ops.slice_value(obj(f), start(f), end(f))
+        span = e.span
+
+        def slice_(f: Frame) -> Any:
+            try:
+                return ops.slice_value(obj(f), start(f), end(f))
+            except HarnError as err:
+                _locate(err, span)
+                raise
+
+        return slice_
 
     def e_TryPropagate(self, e: A.TryPropagate) -> Ev:
         b = self.b
@@ -2169,15 +2242,34 @@ def _global_ev(g: dict[str, Any], name: str, fallback: Any) -> Ev:
     return load
 
 
-def _dynamic_ev(name: str) -> Ev:
-    return lambda f: f.thread.late_bound(name, False)
+def _locate(err: HarnError, span: A.Span) -> None:
+    """Record ``span`` as where ``err`` happened unless a more inner expression already did
+    (the frame's unwind turns it into the trace entry's line, column and caret width)."""
+    if err.at is None and span.line:
+        end = span.end_col + 1 if span.end_line == span.line else 0
+        err.at = (span.line, span.col, end)
 
 
-def _capture_checked_ev(slot: int, name: str) -> Ev:
+def _dynamic_ev(name: str, span: A.Span) -> Ev:
+    def load(f: Frame) -> Any:
+        try:
+            return f.thread.late_bound(name, False)
+        except HarnError as err:
+            _locate(err, span)
+            raise
+
+    return load
+
+
+def _capture_checked_ev(slot: int, name: str, span: A.Span) -> Ev:
     def load(f: Frame) -> Any:
         v = f.slots[slot]
         if v is UNBOUND:
-            v = f.thread.late_bound(name, False)
+            try:
+                v = f.thread.late_bound(name, False)
+            except HarnError as err:
+                _locate(err, span)
+                raise
         return v
 
     return load
@@ -2426,34 +2518,60 @@ def _binop_ev(
     lnode: Any = None,
     rnode: Any = None,
     comp: Compiler | None = None,
+    span: A.Span = A.NO_SPAN,
 ) -> Ev:
-    """Build the ev of a binary operator, with fast paths for int/str operands."""
+    """Build the ev of a binary operator, with fast paths for int/str operands; an error
+    raised by the operator is located at ``span`` (see :func:`_locate`)."""
     if op == "==":
 
         def eq(f: Frame) -> bool:
-            a = left(f)
-            b = right(f)
-            ta = type(a)
-            if ta is type(b) and (ta is int or ta is str):
-                return bool(a == b)
-            return ops.values_equal(a, b)
+            try:
+                a = left(f)
+                b = right(f)
+                ta = type(a)
+                if ta is type(b) and (ta is int or ta is str):
+                    return bool(a == b)
+                return ops.values_equal(a, b)
+            except HarnError as err:
+                _locate(err, span)
+                raise
 
         return eq
     if op == "!=":
 
         def ne(f: Frame) -> bool:
-            a = left(f)
-            b = right(f)
-            ta = type(a)
-            if ta is type(b) and (ta is int or ta is str):
-                return bool(a != b)
-            return not ops.values_equal(a, b)
+            try:
+                a = left(f)
+                b = right(f)
+                ta = type(a)
+                if ta is type(b) and (ta is int or ta is str):
+                    return bool(a != b)
+                return not ops.values_equal(a, b)
+            except HarnError as err:
+                _locate(err, span)
+                raise
 
         return ne
     if op == "in":
-        return lambda f: ops.contains(right(f), left(f))
+
+        def in_(f: Frame) -> bool:
+            try:
+                return ops.contains(right(f), left(f))
+            except HarnError as err:
+                _locate(err, span)
+                raise
+
+        return in_
     if op == "not_in":
-        return lambda f: not ops.contains(right(f), left(f))
+
+        def not_in(f: Frame) -> bool:
+            try:
+                return not ops.contains(right(f), left(f))
+            except HarnError as err:
+                _locate(err, span)
+                raise
+
+        return not_in
     if op == "|":
         raise CompileError(
             "'|' is only valid between match patterns", lnode.span if lnode else A.NO_SPAN
@@ -2467,27 +2585,35 @@ def _binop_ev(
             c = rconst
 
             def add_c(f: Frame) -> Any:
-                a = left(f)
-                if type(a) is int:
-                    r = a + c
-                    if -9223372036854775808 <= r <= 9223372036854775807:
-                        return r
-                return ops.add(a, c)
+                try:
+                    a = left(f)
+                    if type(a) is int:
+                        r = a + c
+                        if -9223372036854775808 <= r <= 9223372036854775807:
+                            return r
+                    return ops.add(a, c)
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
 
             return add_c
 
         def add(f: Frame) -> Any:
-            a = left(f)
-            b = right(f)
-            ta = type(a)
-            if ta is type(b):
-                if ta is int:
-                    r = a + b
-                    if -9223372036854775808 <= r <= 9223372036854775807:
-                        return r
-                elif ta is str:
-                    return a + b
-            return ops.add(a, b)
+            try:
+                a = left(f)
+                b = right(f)
+                ta = type(a)
+                if ta is type(b):
+                    if ta is int:
+                        r = a + b
+                        if -9223372036854775808 <= r <= 9223372036854775807:
+                            return r
+                    elif ta is str:
+                        return a + b
+                return ops.add(a, b)
+            except HarnError as err:
+                _locate(err, span)
+                raise
 
         return add
     if op == "-":
@@ -2495,35 +2621,47 @@ def _binop_ev(
             c = rconst
 
             def sub_c(f: Frame) -> Any:
-                a = left(f)
-                if type(a) is int:
-                    r = a - c
-                    if -9223372036854775808 <= r <= 9223372036854775807:
-                        return r
-                return ops.sub(a, c)
+                try:
+                    a = left(f)
+                    if type(a) is int:
+                        r = a - c
+                        if -9223372036854775808 <= r <= 9223372036854775807:
+                            return r
+                    return ops.sub(a, c)
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
 
             return sub_c
 
         def sub(f: Frame) -> Any:
-            a = left(f)
-            b = right(f)
-            if type(a) is int and type(b) is int:
-                r = a - b
-                if -9223372036854775808 <= r <= 9223372036854775807:
-                    return r
-            return ops.sub(a, b)
+            try:
+                a = left(f)
+                b = right(f)
+                if type(a) is int and type(b) is int:
+                    r = a - b
+                    if -9223372036854775808 <= r <= 9223372036854775807:
+                        return r
+                return ops.sub(a, b)
+            except HarnError as err:
+                _locate(err, span)
+                raise
 
         return sub
     if op == "*":
 
         def mul(f: Frame) -> Any:
-            a = left(f)
-            b = right(f)
-            if type(a) is int and type(b) is int:
-                r = a * b
-                if -9223372036854775808 <= r <= 9223372036854775807:
-                    return r
-            return ops.mul(a, b)
+            try:
+                a = left(f)
+                b = right(f)
+                if type(a) is int and type(b) is int:
+                    r = a * b
+                    if -9223372036854775808 <= r <= 9223372036854775807:
+                        return r
+                return ops.mul(a, b)
+            except HarnError as err:
+                _locate(err, span)
+                raise
 
         return mul
     if op == "%":
@@ -2531,62 +2669,90 @@ def _binop_ev(
             c = rconst
 
             def mod_c(f: Frame) -> Any:
-                a = left(f)
-                if type(a) is int and a >= 0:
-                    return a % c
-                return ops.mod(a, c)
+                try:
+                    a = left(f)
+                    if type(a) is int and a >= 0:
+                        return a % c
+                    return ops.mod(a, c)
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
 
             return mod_c
     if op in ("<", ">", "<=", ">="):
-        return _compare_ev(op, left, right, rconst)
-    return lambda f: fn(left(f), right(f))
+        return _compare_ev(op, left, right, rconst, span)
+
+    def other(f: Frame) -> Any:
+        try:
+            return fn(left(f), right(f))
+        except HarnError as err:
+            _locate(err, span)
+            raise
+
+    return other
 
 
-def _compare_ev(op: str, left: Ev, right: Ev, rconst: Any) -> Ev:
+def _compare_ev(op: str, left: Ev, right: Ev, rconst: Any, span: A.Span) -> Ev:
     slow = _BIN_OPS[op]
     if type(rconst) is int:
         c = rconst
         if op == "<":
 
             def lt_c(f: Frame) -> bool:
-                a = left(f)
-                if type(a) is int:
-                    return a < c
-                return slow(a, c)  # type: ignore[no-any-return]
+                try:
+                    a = left(f)
+                    if type(a) is int:
+                        return a < c
+                    return slow(a, c)  # type: ignore[no-any-return]
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
 
             return lt_c
         if op == "<=":
 
             def le_c(f: Frame) -> bool:
-                a = left(f)
-                if type(a) is int:
-                    return a <= c
-                return slow(a, c)  # type: ignore[no-any-return]
+                try:
+                    a = left(f)
+                    if type(a) is int:
+                        return a <= c
+                    return slow(a, c)  # type: ignore[no-any-return]
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
 
             return le_c
         if op == ">":
 
             def gt_c(f: Frame) -> bool:
-                a = left(f)
-                if type(a) is int:
-                    return a > c
-                return slow(a, c)  # type: ignore[no-any-return]
+                try:
+                    a = left(f)
+                    if type(a) is int:
+                        return a > c
+                    return slow(a, c)  # type: ignore[no-any-return]
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
 
             return gt_c
 
     def cmp(f: Frame) -> bool:
-        a = left(f)
-        b = right(f)
-        ta = type(a)
-        if ta is type(b) and (ta is int or ta is str or ta is float):
-            if op == "<":
-                return bool(a < b)
-            if op == "<=":
-                return bool(a <= b)
-            if op == ">":
-                return bool(a > b)
-            return bool(a >= b)
-        return slow(a, b)  # type: ignore[no-any-return]
+        try:
+            a = left(f)
+            b = right(f)
+            ta = type(a)
+            if ta is type(b) and (ta is int or ta is str or ta is float):
+                if op == "<":
+                    return bool(a < b)
+                if op == "<=":
+                    return bool(a <= b)
+                if op == ">":
+                    return bool(a > b)
+                return bool(a >= b)
+            return slow(a, b)  # type: ignore[no-any-return]
+        except HarnError as err:
+            _locate(err, span)
+            raise
 
     return cmp
 

@@ -24,16 +24,20 @@ class TraceEntry:
     path: str
     line: int
     col: int
+    end_col: int = 0  # exclusive end column of the failing expression on ``line`` (0: unknown)
 
 
 class HarnError(Exception):
     """A user-level Harn error (catchable by ``try``/``catch``).
 
     ``code`` is the diagnostic code (``E3xx``); ``trace`` is filled while the error unwinds
-    the Harn frame stack, innermost first.
+    the Harn frame stack, innermost first. ``at`` is the ``(line, col, end_col)`` of the
+    innermost expression that failed (set by the compiled expression, consumed by the frame
+    it failed in; ``end_col`` is exclusive, 0 when the expression spans several lines).
     """
 
     code = "E300"
+    at: tuple[int, int, int] | None = None
 
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)

@@ -509,7 +509,13 @@ class Session:
                 return f"error[{exc.code}]: {exc.message}"
             top = trace[0]
             d = Diagnostic(
-                exc.code, exc.message, top.path, top.line, top.col, source=self._source(top.path)
+                exc.code,
+                exc.message,
+                top.path,
+                top.line,
+                top.col,
+                source=self._source(top.path),
+                end_col=top.end_col,
             )
             lines = [d.render()]
             if len(trace) > 1:

@@ -288,8 +288,15 @@ class Thread:
         return self.frame, None
 
     def _unwind(self, frame: Frame | NativeFrame | None, pc: int, exc: HarnError) -> Frame:
-        """Find a handler for ``exc`` starting at ``frame``/``pc``; pop frames without one."""
+        """Find a handler for ``exc`` starting at ``frame``/``pc``; pop frames without one.
+
+        The trace entry of the frame the error happened in takes the failing expression's
+        location (``exc.at``) when the compiled expression recorded one; ``exc.at`` is
+        consumed here, so a rethrow or a handler never reuses it.
+        """
         at_top = True
+        at = exc.at
+        exc.at = None
         barrier = self._barrier
         while frame is not None:
             if frame.native:
@@ -317,8 +324,13 @@ class Thread:
                     return f
                 rethrown = where == f.code.defer_trampoline  # after this frame's defers ran
                 if not rethrown:
-                    line, col = f.code.line_at(where)
-                    exc.trace.append(TraceEntry(f.code.name, f.code.module.path, line, col))
+                    if at_top and at is not None:
+                        line, col, end_col = at
+                    else:
+                        (line, col), end_col = f.code.line_at(where), 0
+                    exc.trace.append(
+                        TraceEntry(f.code.name, f.code.module.path, line, col, end_col)
+                    )
                 if f.defers and f.code.defer_slot is not None and not rethrown:
                     # Leaving by a throw: run the frame's deferred blocks first, then go on
                     # unwinding from its return trampoline (spec 3.12).

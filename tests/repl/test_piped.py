@@ -41,7 +41,7 @@ def test_errors_go_to_stderr_in_the_run_format_and_the_session_goes_on() -> None
     assert p.stderr == (
         "<repl#2>:1:1: error[E303]: Division by zero\n"
         "  1 | 1 / 0\n"
-        "    | ^\n"
+        "    | ^^^^^\n"
         "<repl#3>:1:5: error[E104]: expected a binding name or a {…} / […] pattern after "
         "let; got = at 1:5\n"
         "  1 | let = 3\n"
