@@ -952,10 +952,7 @@ class Compiler:
         b.emit(I.op_for_gen_item, it_slot, var_slot, end)
         b.place(body)
         if not simple:
-            if type(pat) is A.PairPattern:
-                self.bind_pattern(pat, _slot_ev(var_slot), True)
-            else:
-                self.bind_pattern(pat, _slot_ev(var_slot), True)
+            self.bind_pattern(pat, _slot_ev(var_slot), True)
         b.loops.append(LoopCtx(end, top, len(b.finallies)))
         self.block(st.body)
         b.loops.pop()
@@ -2145,7 +2142,9 @@ def _op_move_global(g: dict[str, Any], name: str, tmp: int, nxt: int) -> Callabl
 
 
 def _is_stable(e: Any) -> bool:
-    """Expressions whose value cannot change while a later call runs (literals, locals)."""
+    """Expressions whose value cannot change while a later operand's call runs: literals,
+    durations and closure expressions. Names are not stable: the call may reassign the
+    variable (a captured ``var``, a module global), so their value is spilled first."""
     return type(e) in (A.Literal, A.DurationLit, A.ClosureExpr)
 
 
