@@ -51,6 +51,11 @@ def test_syntax_error_is_a_diagnostic_error_with_source_and_path() -> None:
         ),
         ("fn f(...a, b) { }", "E106", "Rest parameter must be the last parameter at 1:6"),
         ("f() = 2", "E107", "invalid assignment target at 1:1"),
+        (
+            "let a = 1\neval_pack checks {\n  cases []\n}",
+            "E104",
+            "`eval_pack` declarations are not supported by harnpy yet at 2:1",
+        ),
     ],
 )
 def test_messages_codes_and_positions(src: str, code: str, message: str) -> None:
