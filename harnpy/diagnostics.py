@@ -65,3 +65,18 @@ class DiagnosticError(Exception):
     def render(self) -> str:
         """Every diagnostic rendered (:meth:`Diagnostic.render`), joined by newlines."""
         return "\n".join(d.render() for d in self.diagnostics)
+
+
+#: The message for Python's recursion limit reached outside the evaluator's run loop (the
+#: parser, the compiler or a module loader recursing over a pathologically nested program).
+RECURSION_LIMIT_MESSAGE = "error[E399]: internal error: Python recursion limit reached"
+
+
+def internal_error_text(e: BaseException) -> str:
+    """What a shell prints for a harnpy bug (an unexpected Python exception): ``error[E999]``
+    with the exception's type and message, and a hint at ``HARNPY_DEBUG``; no trailing
+    newline."""
+    return (
+        f"error[E999]: internal error in harnpy: {type(e).__name__}: {e}\n"
+        "  (this is a bug in harnpy; set HARNPY_DEBUG=1 for the Python traceback)"
+    )

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from harnpy.runtime.session import Session, doc_comment
+from harnpy.runtime.session import EvalResult, Session, doc_comment
 
 HISTORY_LIMIT = 1000
 INDENT = "    "
@@ -752,34 +752,15 @@ class ReplCore:
     def run_entry(self, text: str, *, show: Callable[[Any], str] | None = None) -> bool:
         """Evaluate one Harn entry in the session and echo its value: ``show(value)`` when given,
         else the display form unless the value is nil. True on success; False after reporting an
-        error, an interrupt or a snapshot exit.
+        error, an interrupt, a snapshot exit or an internal error (:meth:`_evaluate`).
 
         Raises:
             ReplExit: the program called ``exit``.
         """
-        from harnpy.diagnostics import DiagnosticError
         from harnpy.runtime.display import display
-        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
 
-        try:
-            result = self.session.eval(text)
-        except (DiagnosticError, HarnError) as e:
-            self.error(self.session.render_error(e))
-            return False
-        except HarnInterrupt:
-            self.error("interrupted")
-            return False
-        except KeyboardInterrupt:
-            self.error("interrupted")
-            return False
-        except HarnExit as e:
-            self.end_line()
-            raise ReplExit(int(e.code)) from None
-        except SnapshotExit as e:
-            self.error(f"the program wrote a snapshot to {e.path} and stopped")
-            return False
-        except RecursionError:
-            self.error("error[E399]: internal error: Python recursion limit reached")
+        result = self._evaluate(lambda: self.session.eval(text))
+        if result is None:
             return False
         if show is not None:
             self.end_line()
@@ -788,6 +769,45 @@ class ReplCore:
             self.end_line()
             self.say(self.colors.value(display(result.value)))
         return True
+
+    def _evaluate(self, run: Callable[[], EvalResult]) -> EvalResult | None:
+        """Run an entry or a loaded file (``run()``); None after reporting how it failed.
+
+        Every way a program can stop short is reported and leaves the session usable: a
+        syntax or runtime error (rendered as ``harnpy run`` does), an interrupt, a
+        ``__snapshot_exit`` (the snapshot was written; the session goes on), Python's
+        recursion limit (a program nested too deeply to compile) and an internal error
+        (``error[E999]``; ``HARNPY_DEBUG`` adds the Python traceback).
+
+        Raises:
+            ReplExit: the program called ``exit``.
+        """
+        from harnpy.diagnostics import RECURSION_LIMIT_MESSAGE, DiagnosticError, internal_error_text
+        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
+
+        try:
+            return run()
+        except (DiagnosticError, HarnError) as e:
+            self.error(self.session.render_error(e))
+        except (HarnInterrupt, KeyboardInterrupt):
+            self.error("interrupted")
+        except HarnExit as e:
+            self.end_line()
+            raise ReplExit(int(e.code)) from None
+        except SnapshotExit as e:
+            self.error(f"the program wrote a snapshot to {e.path} and stopped")
+        except RecursionError:
+            self.error(RECURSION_LIMIT_MESSAGE)
+        except BrokenPipeError:
+            raise  # stdout was closed: the shell ends quietly (cli.main)
+        except Exception as e:  # noqa: BLE001 - a harnpy bug is reported, the session goes on
+            if os.environ.get("HARNPY_DEBUG"):
+                import traceback
+
+                self.end_line()
+                self._err("".join(traceback.format_exception(e)))
+            self.error(internal_error_text(e))
+        return None
 
     # ---- commands
 
@@ -844,32 +864,29 @@ class ReplCore:
 
     def cmd_load(self, arg: str) -> bool:
         """``:load FILE``: run a ``.harn`` file in this session (its definitions stay); False
-        after reporting an unreadable file, an error or an interrupt. Raises :class:`ReplExit`
+        after reporting an unreadable file or a failure of the program (as :meth:`run_entry`:
+        an error, an interrupt, a snapshot exit, an internal error). Raises :class:`ReplExit`
         when the file calls ``exit``."""
-        from harnpy.diagnostics import DiagnosticError
         from harnpy.runtime.display import display
-        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt
 
         path = _unquote(arg)
         if not self._need(path, "a file name", ":load"):
             return False
+        full = os.path.abspath(os.path.expanduser(path))
         try:
-            result = self.session.load_file(path)
+            with open(full, encoding="utf-8") as fh:
+                source = fh.read()
         except OSError as e:
             self.error(f"cannot read {path}: {e.strerror or e}")
             return False
         except UnicodeDecodeError:
             self.error(f"{path} is not UTF-8 text")
             return False
-        except (DiagnosticError, HarnError) as e:
-            self.error(self.session.render_error(e))
+        # Session.load_file(path) is read + eval; reading here keeps an OSError raised while
+        # the program runs (an internal error) from being reported as an unreadable file.
+        result = self._evaluate(lambda: self.session.eval(source, full))
+        if result is None:
             return False
-        except (HarnInterrupt, KeyboardInterrupt):
-            self.error("interrupted")
-            return False
-        except HarnExit as e:
-            self.end_line()
-            raise ReplExit(int(e.code)) from None
         self.end_line()
         if result.show:
             self.say(display(result.value))
