@@ -27,7 +27,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harnpy.diagnostics import Diagnostic
 
 EXIT_OK = 0
 EXIT_RUNTIME = 1
@@ -166,9 +169,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int:
-    """Load and run a program; report errors the documented way; return the exit code."""
+    """Load and run a program; report errors the documented way; return the exit code.
+
+    Loading (parse, static checks, imports and their top-level code, compile) and running
+    report failures alike (:func:`_report_failure`), except that a program nested too deeply
+    to compile is a static error (``error[E109]``, exit status 2).
+    """
     from harnpy.diagnostics import DiagnosticError
-    from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
     from harnpy.runtime.runtime import Runtime
 
     kwargs: dict[str, Any] = {}
@@ -182,49 +189,63 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
     except DiagnosticError as e:
         sys.stderr.write(e.render() + "\n")
         return EXIT_USAGE
-    except HarnError as e:  # e.g. an imported module failed while initialising
-        sys.stderr.write(render_runtime_error(e, rt) + "\n")
+    except RecursionError:
+        # The evaluator turns recursion at run time into Harn errors; what escapes here is the
+        # parser or the compiler recursing over deeply nested source.
+        sys.stderr.write(nested_too_deeply(path).render() + "\n")
         return EXIT_USAGE
-    except HarnExit as e:
-        flush_stdout()
-        return e.code
+    except BaseException as e:  # noqa: BLE001 - e.g. an imported module's top level failed
+        return _report_failure(e, rt)
     try:
         rt.run_module(mod)
     except DiagnosticError as e:
         sys.stderr.write(e.render() + "\n")
         return EXIT_USAGE
-    except HarnError as e:
-        flush_stdout()
-        sys.stderr.write(render_runtime_error(e, rt) + "\n")
-        return EXIT_RUNTIME
-    except SnapshotExit:
-        flush_stdout()
-        return EXIT_OK
-    except HarnExit as e:
-        flush_stdout()
-        return e.code
-    except HarnInterrupt:
-        flush_stdout()
-        sys.stderr.write("interrupted\n")
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
-        flush_stdout()
-        sys.stderr.write("interrupted\n")
-        return EXIT_INTERRUPTED
-    except SystemExit as e:
-        flush_stdout()
-        return int(e.code or 0) if not isinstance(e.code, str) else 1
-    except RecursionError:
-        flush_stdout()
-        sys.stderr.write("error[E399]: internal error: Python recursion limit reached\n")
-        return EXIT_RUNTIME
-    except BrokenPipeError:
-        raise
-    except Exception as e:  # noqa: BLE001 - internal bugs are reported, not shown raw
-        flush_stdout()
-        return report_internal_error(e)
+    except BaseException as e:  # noqa: BLE001 - _report_failure re-raises what is not ours
+        return _report_failure(e, rt)
     flush_stdout()
     return EXIT_OK
+
+
+def nested_too_deeply(path: str) -> Diagnostic:
+    """The ``error[E109]`` Diagnostic for a program whose nesting exceeds what the parser and
+    compiler can recurse over (Python's recursion limit)."""
+    from harnpy.diagnostics import Diagnostic
+
+    return Diagnostic(
+        "E109", "program nested too deeply to compile (Python recursion limit reached)", path
+    )
+
+
+def _report_failure(e: BaseException, rt: Any) -> int:
+    """Report how a program stopped short while loading or running; return the exit code: a
+    runtime error (message, caret, Harn stack trace) 1, ``__snapshot_exit`` 0, ``exit(n)`` n,
+    Ctrl-C 130, Python's recursion limit and internal errors 1. Re-raises BrokenPipeError
+    (``main`` ends quietly) and base exceptions that are not the program's."""
+    from harnpy.diagnostics import RECURSION_LIMIT_MESSAGE
+    from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
+
+    if isinstance(e, BrokenPipeError):
+        raise e
+    flush_stdout()
+    if isinstance(e, HarnError):
+        sys.stderr.write(render_runtime_error(e, rt) + "\n")
+        return EXIT_RUNTIME
+    if isinstance(e, SnapshotExit):
+        return EXIT_OK
+    if isinstance(e, HarnExit):
+        return e.code
+    if isinstance(e, (HarnInterrupt, KeyboardInterrupt)):
+        sys.stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
+    if isinstance(e, SystemExit):
+        return int(e.code or 0) if not isinstance(e.code, str) else 1
+    if isinstance(e, RecursionError):
+        sys.stderr.write(RECURSION_LIMIT_MESSAGE + "\n")
+        return EXIT_RUNTIME
+    if isinstance(e, Exception):
+        return report_internal_error(e)
+    raise e
 
 
 def check_llm_mock_file(args: Any) -> str | None:
@@ -312,10 +333,9 @@ def report_internal_error(e: BaseException) -> int:
 
         traceback.print_exception(e)
     else:
-        sys.stderr.write(
-            f"error[E999]: internal error in harnpy: {type(e).__name__}: {e}\n"
-            "  (this is a bug in harnpy; set HARNPY_DEBUG=1 for the Python traceback)\n"
-        )
+        from harnpy.diagnostics import internal_error_text
+
+        sys.stderr.write(internal_error_text(e) + "\n")
     return EXIT_RUNTIME
 
 
@@ -334,6 +354,8 @@ def _compile_errors(path: str, source: str) -> list[Any]:
         return list(e.diagnostics)
     except HarnError as e:
         return [Diagnostic(e.code, e.message, path, source=source)]
+    except RecursionError:
+        return [nested_too_deeply(path)]
     return []
 
 

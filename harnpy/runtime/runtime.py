@@ -276,6 +276,15 @@ class Runtime:
                 key, path = M.resolve_import(s.path, mod)
             except HarnError as e:
                 raise M.syntax_error(mod.path, mod.source, e.message, s.span, "E206") from None
+            if key in self.loading:
+                # a static error at the import that closes the cycle (exit status 2)
+                raise M.syntax_error(
+                    mod.path,
+                    mod.source,
+                    f"Import error: circular import of '{s.path}'",
+                    s.span,
+                    "E306",
+                )
             lib = self.import_module(key, path)
             mod.import_links.append((s, key))
             names = export_names(lib) if s.names is None else list(s.names)

@@ -35,6 +35,12 @@ def snapshot_exit(thread: Any, path: Any = None) -> Any:
 
     if type(path) is not str or not path:
         raise runtime_error("__snapshot_exit(path): path must be a non-empty string")
+    if thread.name == "init":  # Runtime.run_code_sync: an imported module's top level
+        # (its snapshot would resume into the initialiser alone, never the main program)
+        raise runtime_error(
+            "__snapshot_exit: only the main program can be snapshotted, not the top level of "
+            "an imported module"
+        )
     main = thread.runtime.main_thread
     if main is not None and thread is not main:
         raise runtime_error(
