@@ -313,7 +313,9 @@ class Supervisor:
             self.counts["stopped"] += 1
             self.event(c.name, "child_stopped")
         if self.stop_requested:
-            if all(ch.status not in ("running", "draining") for ch in self.children):
+            # Drained: nothing is left that could run (a child waiting for a restart or a
+            # circuit is stopped by finish_stop, which then reports the stop itself).
+            if self.status == "draining" and all(not _live(ch) for ch in self.children):
                 self.status = "stopped"
                 self.event(None, "supervisor_stopped", "drained")
             return
@@ -359,11 +361,13 @@ class Supervisor:
 
     def _cancel_for_restart(self, index: int) -> None:
         c = self.children[index]
+        was_live = _live(c)
         c.generation += 1
         self._kill(c)
         c.status = "waiting"
         c.wait_reason = "propagation_restart"
-        self.event(c.name, "child_stopped", "propagation restart")
+        if was_live:  # a sibling that had already ended got its child_stopped/failed event
+            self.event(c.name, "child_stopped", "propagation restart")
 
     def _restart_decision(
         self, index: int, failed: bool, propagated: bool = False
@@ -437,8 +441,8 @@ class Supervisor:
     def begin_stop(self) -> None:
         """First half of ``supervisor_stop``: status ``draining``, no more restarts, and every
         child's cancel token set (``is_cancelled()`` turns true in them). Does nothing when
-        already stopped."""
-        if self.status == "stopped":
+        already stopped or stopping (a second ``supervisor_stop`` waits for the same stop)."""
+        if self.status in ("stopped", "draining"):
             return
         self.status = "draining"
         self.stop_requested = True
@@ -453,7 +457,10 @@ class Supervisor:
     def finish_stop(self) -> None:
         """Second half of ``supervisor_stop``: kill every child still running, draining, waiting
         or circuit-open and end in status ``stopped`` (event message ``forced`` when something
-        was killed, else ``drained``)."""
+        was killed, else ``drained``). Does nothing when already stopped (the children
+        drained by themselves, or another ``supervisor_stop`` finished first)."""
+        if self.status == "stopped":
+            return
         forced = False
         for c in self.children:
             if c.status in ("running", "draining", "waiting", "circuit_open"):
@@ -466,6 +473,12 @@ class Supervisor:
                 self.event(c.name, "child_stopped", "supervisor stop")
         self.status = "stopped"
         self.event(None, "supervisor_stopped", "forced" if forced else "drained")
+
+
+def _live(c: _Child) -> bool:
+    """Whether child ``c`` runs or may run again without a new decision: running, draining,
+    waiting for a (re)start or behind an open circuit."""
+    return c.status in ("running", "draining", "waiting", "circuit_open")
 
 
 # ------------------------------------------------------------------------ registry
