@@ -1,0 +1,171 @@
+"""Newcomer round 3: lifecycle behaviour that breaks under a demanding user.
+
+Each test pins one bug (IDs L1, L2, ... in the round-3 report) and asserts the correct
+behaviour; they are strict xfails until fixed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import harnpy
+
+ENV = {"HARN_LLM_CALLS_DISABLED": "1", "HARN_WORKER_STATE_DIR": ".harn/workers"}
+
+PARK = """
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "waiting"}}]})
+  llm_mock({text: "final answer ##DONE##"})
+  const r = agent_loop("do it", nil, {provider: "mock", persistent: true, max_iterations: 5})
+  println(r.snapshot_path)
+}
+"""
+
+
+def _park(tmp_path: Path, prog: str = PARK, env: dict[str, str] | None = None) -> Path:
+    """Run ``prog`` (a root agent_loop that parks); return the snapshot it wrote."""
+    (tmp_path / "main.harn").write_text(prog, encoding="utf-8")
+    p = harnpy("run", "main.harn", cwd=tmp_path, env={**ENV, **(env or {})})
+    assert p.returncode == 0, p.stderr
+    snap = tmp_path / p.stdout.strip().splitlines()[-1]
+    assert snap.is_file(), p.stdout
+    return snap
+
+
+def _edit(snap: Path, edit: Any) -> bytes:
+    doc = json.loads(snap.read_text(encoding="utf-8"))
+    edit(doc)
+    data = json.dumps(doc).encode()
+    snap.write_bytes(data)
+    return data
+
+
+def _set(key: str, value: object) -> Any:
+    def edit(doc: dict[str, Any]) -> None:
+        doc[key] = value
+
+    return edit
+
+
+def _bad_parent_ref(doc: dict[str, Any]) -> None:
+    doc["harnpy_thread"]["heap"][0]["parent"] = {"$ref": True}
+
+
+DAMAGED = [
+    pytest.param(_set("transcript", None), id="transcript-null"),
+    pytest.param(_set("execution", "zz"), id="execution-string"),
+    pytest.param(_set("audit", 5), id="audit-int"),
+    pytest.param(_bad_parent_ref, id="thread-parent-ref-bool"),
+]
+
+
+# L1 ---------------------------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="L1: a hand-edited/damaged worker snapshot makes run --resume die with a raw "
+    "Python traceback instead of HARN-SUS-004",
+)
+@pytest.mark.parametrize("edit", DAMAGED)
+def test_damaged_worker_snapshot_is_sus_004_not_a_traceback(tmp_path: Path, edit: Any) -> None:
+    snap = _park(tmp_path)
+    _edit(snap, edit)
+    p = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert "HARN-SUS-004" in p.stderr, p.stderr
+    assert p.returncode == 1
+
+
+# L2 ---------------------------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="L2: a resume that crashes after claiming the snapshot leaves the file rewritten "
+    "as status=running (park lost; next resume says interrupted)",
+)
+@pytest.mark.parametrize("edit", DAMAGED)
+def test_failed_resume_leaves_damaged_snapshot_untouched(tmp_path: Path, edit: Any) -> None:
+    snap = _park(tmp_path)
+    before = _edit(snap, edit)
+    harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
+    assert snap.read_bytes() == before
+    again = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
+    assert "interrupted" not in again.stderr, again.stderr
+
+
+# L3 ---------------------------------------------------------------------------------------
+HUGE_TIMEOUT = """
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "w",
+    conditions: {trigger: {kind: "k", provider: "github"},
+                 timeout: {duration_minutes: 9999999999999}}}}]})
+  llm_mock({text: "fin"})
+  const r = agent_loop("go", nil, {provider: "mock"})
+  println(r.snapshot_path)
+}
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="L3: `harnpy workers ls/show` crash (ValueError: year out of range) on a wait "
+    "whose model-chosen timeout is huge; parse_resume_conditions accepted it",
+)
+@pytest.mark.parametrize("cmd", ["ls", "show"])
+def test_workers_cli_survives_a_huge_timeout(tmp_path: Path, cmd: str) -> None:
+    env = {"HARNPY_STORE": str(tmp_path / "waits.sqlite3")}
+    _park(tmp_path, HUGE_TIMEOUT, env)
+    listed = harnpy("workers", "ls", "--json", cwd=tmp_path, env={**ENV, **env})
+    assert listed.returncode == 0, listed.stderr
+    (wait,) = json.loads(listed.stdout)
+    args = ["workers", "ls"] if cmd == "ls" else ["workers", "show", str(wait["id"])]
+    p = harnpy(*args, cwd=tmp_path, env={**ENV, **env})
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 0, p.stderr
+    assert str(wait["worker_id"]) in p.stdout
+
+
+# L4 ---------------------------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="L4: a worker snapshot (_type agent_handle) missing fields is reported as "
+    "'not a harnpy snapshot ... expected harnpy_snapshot' (E404, exit 2), not HARN-SUS-004",
+)
+def test_incomplete_worker_snapshot_is_sus_004(tmp_path: Path) -> None:
+    f = tmp_path / "worker_x.json"
+    f.write_text('{"_type": "agent_handle", "id": "worker_x", "status": "suspended"}')
+    p = harnpy("run", "--resume", str(f), cwd=tmp_path, env=ENV)
+    assert "HARN-SUS-004" in p.stderr, p.stderr
+    assert "expected one of 'harnpy_snapshot'" not in p.stderr, p.stderr
+    assert p.returncode == 1
+
+
+# L5 ---------------------------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="L5: an explicit HARN_WORKER_STATE_DIR that cannot be used is silently replaced "
+    "by a /tmp directory (durable state in tmp, no warning)",
+)
+def test_unusable_explicit_state_dir_is_not_silently_replaced(tmp_path: Path) -> None:
+    (tmp_path / "not_a_dir").write_text("x")
+    (tmp_path / "main.harn").write_text(PARK, encoding="utf-8")
+    p = harnpy("run", "main.harn", cwd=tmp_path, env={**ENV, "HARN_WORKER_STATE_DIR": "not_a_dir"})
+    assert p.returncode != 0 or "not_a_dir" in p.stderr, (p.stdout, p.stderr)
+
+
+# L6 ---------------------------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="L6: `run --resume SNAP FILE` / `run --resume SNAP -e CODE` silently ignore the "
+    "script or code instead of a usage error",
+)
+@pytest.mark.parametrize("extra", [["other.harn"], ["-e", 'println("never runs")']])
+def test_resume_with_a_script_too_is_a_usage_error(tmp_path: Path, extra: list[str]) -> None:
+    snap = _park(tmp_path)
+    (tmp_path / "other.harn").write_text('println("never runs")\n', encoding="utf-8")
+    before = snap.read_bytes()
+    p = harnpy("run", "--resume", str(snap), *extra, cwd=tmp_path, env=ENV)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert snap.read_bytes() == before
