@@ -140,7 +140,8 @@ def _read_source(path: str) -> str | None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``harnpy run``: validate the ``--llm-mock`` options, then resume a snapshot (``--resume``)
     or run ``-e CODE`` or FILE with the script arguments after ``--``. Returns the exit code (2
-    for bad options, no program or an unreadable file)."""
+    for bad options, no program, ``--resume`` together with a FILE or ``-e CODE``, or an
+    unreadable file)."""
     script_args = list(args.args or [])
     if script_args and script_args[0] == "--":
         script_args = script_args[1:]
@@ -149,6 +150,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"harnpy: {problem}\n")
         return EXIT_USAGE
     if args.resume:
+        extra = "-e CODE" if args.code is not None else args.file
+        if extra is not None:
+            # the snapshot names its own program: a script given too would be ignored
+            sys.stderr.write(
+                f"harnpy run: --resume continues the program of its snapshot; remove {extra!s} "
+                "(give either --resume SNAPSHOT, a FILE or -e CODE)\n"
+            )
+            return EXIT_USAGE
         from harnpy.resume_cli import resume_main
 
         return resume_main(args)
