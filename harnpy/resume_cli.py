@@ -16,6 +16,12 @@ Two kinds of snapshot are accepted:
   status: 0 completed, 1 failed (or the resume was refused), 3 parked again. Its final value
   is the worker summary.
 
+Which kind a file is: :func:`_snapshot_kind` (only a file that says it is a program
+snapshot takes the program path; an empty, truncated or other file is a worker snapshot that
+cannot be loaded, ``HARN-SUS-004``). A worker resume that fails after the claim puts the
+claimed bytes back (an unexpected exception while restoring is ``HARN-SUS-004``; one while
+the worker runs is an internal error, E999, exit status 1).
+
 ``SNAPSHOT`` is a path (absolute, or relative to the working directory) or a bare worker id
 (``<state dir>/<id>.json``). With ``--json`` stdout is NDJSON: one envelope
 ``{"schemaVersion": 1, "command": "run", "data": {"seq", "event_type", ...}}`` per line —
@@ -78,9 +84,13 @@ def resolve_target(target: str) -> str:
     return target
 
 
-def _snapshot_type(path: str) -> str | None:
-    """The ``_type`` of a snapshot file; for a damaged file, the type its first bytes name
-    (so a truncated worker snapshot is still reported as a worker snapshot, HARN-SUS-004)."""
+def _snapshot_kind(path: str) -> str | None:
+    """Which resume path a snapshot file takes: ``"program"`` for a program snapshot
+    (``_type: "harnpy_snapshot"``, or a damaged file whose first bytes name that type),
+    ``"worker"`` for any other readable file — a worker or daemon snapshot, and also a file
+    that is empty, truncated, not JSON or of another ``_type`` (refused with
+    ``HARN-SUS-004``, exit status 1, like any unloadable worker snapshot) — and None when
+    the file cannot be read (the program path reports it, exit status 2)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -90,18 +100,17 @@ def _snapshot_type(path: str) -> str | None:
         doc = json.loads(data)
     except ValueError:
         head = data[:512].decode("utf-8", "replace").replace(" ", "")
-        for kind in ("worker_snapshot", "daemon_snapshot", "harnpy_snapshot"):
-            if f'"_type":"{kind}"' in head:
-                return kind
-        return None
-    return doc.get("_type") if isinstance(doc, dict) else None
+        return "program" if '"_type":"harnpy_snapshot"' in head else "worker"
+    if isinstance(doc, dict) and doc.get("_type") == "harnpy_snapshot":
+        return "program"
+    return "worker"
 
 
 def resume_main(args: Any) -> int:
     """CLI handler of ``run --resume``; returns the exit code."""
     path = resolve_target(args.resume)
     events = JsonEvents(getattr(args, "quiet", False)) if getattr(args, "json", False) else None
-    if _snapshot_type(path) in ("worker_snapshot", "daemon_snapshot"):
+    if _snapshot_kind(path) == "worker":
         return resume_worker_main(args, path, events)
     return resume_program_main(args, path, events)
 
@@ -143,6 +152,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         EXIT_RUNTIME,
         _configure_llm,
         flush_stdout,
+        report_internal_error,
     )
     from harnpy.lifecycle.suspend import (
         SnapshotLoadError,
@@ -190,6 +200,11 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     except SnapshotExit:  # __snapshot_exit(path) called by the resumed worker's code
         flush_stdout()
         return EXIT_OK
+    except Exception as e:  # noqa: BLE001 - a harnpy bug; the park was put back
+        flush_stdout()
+        if events is not None:
+            events.emit("error", error={"code": "E999", "message": str(e)}, exit_code=EXIT_RUNTIME)
+        return report_internal_error(e)
     flush_stdout()
     summary = rec.summary()
     if not settled:

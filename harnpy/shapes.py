@@ -50,6 +50,7 @@ __all__ = [
     "ShapeError",
     "converter",
     "field_problem",
+    "kind_name",
     "min_len",
     "greater_than",
     "at_least",
@@ -136,7 +137,9 @@ def min_len(n: int) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
 # ------------------------------------------------------------------------ strict hooks
 
 
-def _kind(value: Any) -> str:
+def kind_name(value: Any) -> str:
+    """The JSON kind of ``value`` as error messages name it (``null``, ``int``, ``string``,
+    ``list``, ``dict``...)."""
     if value is None:
         return "null"
     return {
@@ -153,7 +156,7 @@ def _exact(tp: type, name: str) -> Callable[[Any, Any], Any]:
     def hook(value: Any, _t: Any) -> Any:
         if type(value) is tp:
             return value
-        raise TypeError(f"expected {name}, got {_kind(value)}")
+        raise TypeError(f"expected {name}, got {kind_name(value)}")
 
     return hook
 
@@ -163,7 +166,7 @@ def _float(value: Any, _t: Any) -> float:
         return value
     if type(value) is int:
         return float(value)
-    raise TypeError(f"expected a number, got {_kind(value)}")
+    raise TypeError(f"expected a number, got {kind_name(value)}")
 
 
 def _strict_list(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
@@ -172,7 +175,7 @@ def _strict_list(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
 
         def plain(value: Any, _t: Any) -> Any:
             if type(value) is not list:
-                raise TypeError(f"expected a list, got {_kind(value)}")
+                raise TypeError(f"expected a list, got {kind_name(value)}")
             return value
 
         return plain
@@ -180,7 +183,7 @@ def _strict_list(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
 
     def hook(value: Any, t: Any) -> Any:
         if type(value) is not list:
-            raise TypeError(f"expected a list, got {_kind(value)}")
+            raise TypeError(f"expected a list, got {kind_name(value)}")
         return base(value, t)
 
     return hook
@@ -192,7 +195,7 @@ def _strict_mapping(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any
         # dict / dict[str, Any]: any JSON object, keys already strings
         def plain(value: Any, _t: Any) -> Any:
             if type(value) is not dict:
-                raise TypeError(f"expected a dict, got {_kind(value)}")
+                raise TypeError(f"expected a dict, got {kind_name(value)}")
             return value
 
         return plain
@@ -200,7 +203,7 @@ def _strict_mapping(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any
 
     def hook(value: Any, t: Any) -> Any:
         if type(value) is not dict:
-            raise TypeError(f"expected a dict, got {_kind(value)}")
+            raise TypeError(f"expected a dict, got {kind_name(value)}")
         return base(value, t)
 
     return hook
@@ -269,7 +272,7 @@ def shape(
                 if type(value) is not dict:
                     if type(value) is cls:  # already built (like pydantic's instances)
                         return value
-                    raise TypeError(f"expected a dict, got {_kind(value)}")
+                    raise TypeError(f"expected a dict, got {kind_name(value)}")
                 if check is not None:
                     check(value)
                 return base(value, t)
@@ -297,7 +300,7 @@ def structure(data: Any, cls: type[T]) -> T:
     if type(data) is cls:
         return data
     if not isinstance(data, dict) and attrs.has(cls):
-        raise ShapeError([("", f"expected a dict, got {_kind(data)}")])
+        raise ShapeError([("", f"expected a dict, got {kind_name(data)}")])
     try:
         return converter.structure(data, cls)
     except (ClassValidationError, IterableValidationError) as exc:

@@ -13,10 +13,13 @@ from typing import Any, Literal
 
 import attrs
 
-from harnpy.shapes import min_len, shape
+from harnpy.shapes import field_problem, kind_name, min_len, shape
 
 #: Worker modes (3.1).
 WorkerMode = Literal["workflow", "stage", "sub_agent", "delegated_stage", "top_level_agent"]
+
+#: Envelope fields the embedded evaluator snapshot may refer to (``{"$ext": name}``).
+ExternalName = Literal["config", "transcript"]
 
 
 @shape()
@@ -29,12 +32,62 @@ class ConfigRecord:
 
 @shape()
 @attrs.define(kw_only=True)
+class EmbeddedThreadRecord:
+    """The worker-specific keys of ``harnpy_thread`` (its evaluator-snapshot envelope is
+    checked by :func:`harnpy.runtime.snapshot.validate_document`): the frame slot the resume
+    payload goes to (-1: none) and the envelope fields its frames refer to."""
+
+    pending_slot: int
+    external_names: list[ExternalName] = attrs.field(factory=list)
+
+
+@shape()
+@attrs.define(kw_only=True)
+class LlmMockRecord:
+    """``llm_mock``: the mock replies a parked worker's process had queued."""
+
+    queue: list[dict[str, Any]] = attrs.field(factory=list)
+    fixture: list[Any] | None = None
+
+
+@shape()
+@attrs.define(kw_only=True)
+class TranscriptRecord:
+    """A worker's restored transcript (checked after the thread is decoded, since in the
+    tagged encoding its parts may be heap references): what the agent loop relies on."""
+
+    type_: Literal["transcript"] = attrs.field(metadata={"key": "_type"})
+    messages: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+    assets: list[Any] = attrs.field(factory=list)
+
+
+def _check_externals(doc: dict[str, Any]) -> None:
+    """Every envelope field the embedded frames refer to (``external_names``) is a dict."""
+    tdoc = doc.get("harnpy_thread")
+    names = tdoc.get("external_names") if type(tdoc) is dict else None
+    if type(names) is not list:
+        return  # no thread, or a malformed list (reported by EmbeddedThreadRecord)
+    for name in names:
+        if name in ("config", "transcript") and type(doc.get(name)) is not dict:
+            raise field_problem(
+                name,
+                f"expected a dict, got {kind_name(doc.get(name))} (the worker's frames refer "
+                "to it)",
+            )
+
+
+@shape(check=_check_externals)
+@attrs.define(kw_only=True)
 class WorkerSnapshotDoc:
     """The envelope of ``.harn/workers/<id>.json`` (3.6, 3.7; extra keys allowed).
 
     ``harnpy_thread`` is the embedded evaluator snapshot (a ``harnpy_snapshot`` document plus
     ``pending_slot``) of a parked worker, or nil when the worker has not reached a suspend
-    checkpoint.
+    checkpoint. Every field a resume reads is typed here, so a damaged or hand-edited file is
+    refused on load (``HARN-SUS-004`` naming the field) before it is claimed; nil stands for
+    a missing optional field (3.6 load rules fill in the defaults).
     """
 
     type_: Literal["worker_snapshot", "daemon_snapshot"] = attrs.field(metadata={"key": "_type"})
@@ -46,6 +99,26 @@ class WorkerSnapshotDoc:
     mode: str = "workflow"
     history: list[Any] = attrs.field(factory=list)
     config: ConfigRecord
+    transcript: dict[str, Any] | None = None
     snapshot_path: str | None = None
     suspension: dict[str, Any] | None = None
-    harnpy_thread: dict[str, Any] | None = None
+    session_id: str | None = None
+    parent_session_id: str | None = None
+    parent_worker_id: str | None = None
+    created_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    awaiting_started_at: str | None = None
+    latest_error: str | None = None
+    error: str | None = None
+    request: dict[str, Any] | None = None
+    carry_policy: dict[str, Any] | None = None
+    execution: dict[str, Any] | None = None
+    audit: dict[str, Any] | None = None
+    park_id: str | None = None
+    resume_wait: dict[str, Any] | None = None
+    reminders_enabled: bool = True
+    owner: dict[str, Any] | None = None
+    llm_mock: LlmMockRecord | None = None
+    harnpy_encoding: str | None = None
+    harnpy_thread: EmbeddedThreadRecord | None = None

@@ -576,8 +576,9 @@ def persist_metadata(runtime: Any, rec: WorkerRecord) -> None:
 
 
 def read_document(path: str) -> tuple[dict[str, Any], bytes]:
-    """Read and validate a worker snapshot (size cap, JSON, envelope model, format version,
-    config mode, embedded evaluator snapshot). Never modifies the file.
+    """Read and validate a worker snapshot (size cap, JSON, format version, config mode, the
+    envelope shape :class:`~harnpy.lifecycle.documents.WorkerSnapshotDoc` — every field a
+    resume reads — and the embedded evaluator snapshot's envelope). Never modifies the file.
 
     Raises:
         SnapshotLoadError: the cause, worded for ``HARN-SUS-004``.
@@ -599,6 +600,8 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
             raw = fh.read()
     except OSError as e:
         raise SnapshotLoadError(e.strerror or str(e)) from None
+    if not raw.strip():
+        raise SnapshotLoadError("the file is empty")
     try:
         doc = _loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
@@ -606,6 +609,18 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     if not isinstance(doc, dict):
         raise SnapshotLoadError("not a JSON object")
     typ = doc.get("_type")
+    if typ == "agent_handle":
+        # a worker handle (summary) saved as JSON: say what it lacks, and where its snapshot is
+        try:
+            structure({**doc, "_type": WORKER_SNAPSHOT_TYPE}, WorkerSnapshotDoc)
+            lacks = ""
+        except ShapeError as e:
+            lacks = f": {e}"
+        own = doc.get("snapshot_path")
+        where = f"; its snapshot is `{own}`" if type(own) is str and own else ""
+        raise SnapshotLoadError(
+            f"a worker handle (_type='agent_handle'), not a worker snapshot{lacks}{where}"
+        )
     if typ not in (WORKER_SNAPSHOT_TYPE, DAEMON_SNAPSHOT_TYPE):
         raise SnapshotLoadError(f"not a worker snapshot (_type={typ!r})")
     version = doc.get("harnpy_snapshot_version", WORKER_FORMAT_VERSION)
@@ -626,8 +641,6 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
             validate_document(tdoc, "embedded evaluator snapshot")
         except SnapshotError as e:
             raise SnapshotLoadError(e.message) from None
-        if not isinstance(tdoc.get("pending_slot"), int):
-            raise SnapshotLoadError("embedded evaluator snapshot has no pending_slot")
     return doc, raw
 
 
@@ -922,7 +935,9 @@ def restore_thread(
     thread is not scheduled yet.
 
     Raises:
-        SnapshotError: incompatible snapshot (changed source, missing module...).
+        SnapshotError: incompatible snapshot (changed source, missing module...) or damaged
+            data (frames, a transcript that is not a :class:`~harnpy.lifecycle.documents.
+            TranscriptRecord`).
     """
     from harnpy.runtime.snapshot import restore
 
@@ -941,6 +956,13 @@ def restore_thread(
         rec.config = dec.external("config")
     if "transcript" in names:
         rec.transcript = dec.external("transcript")
+        from harnpy.lifecycle.documents import TranscriptRecord
+        from harnpy.shapes import ShapeError, structure
+
+        try:
+            structure(rec.transcript, TranscriptRecord)
+        except ShapeError as e:
+            raise SnapshotError(f"the worker's transcript is malformed: {e}", "E404") from None
     if th.frame is None:
         raise SnapshotError("the embedded snapshot has no frames", "E404")
     slot = tdoc.get("pending_slot", -1)
@@ -2001,6 +2023,12 @@ def _load_failure(target: str, cause: Any) -> HarnError:
     return sus_error(4, f"resume_agent: failed to load snapshot `{target}`: {cause}")
 
 
+def _unexpected(e: BaseException) -> str:
+    """The cause shown for an unexpected exception while restoring a snapshot (a damaged
+    file the load checks did not catch, or a harnpy bug)."""
+    return f"the snapshot cannot be restored ({type(e).__name__}: {e})"
+
+
 def resume_gen(
     thread: Any,
     target: Any,
@@ -2188,8 +2216,11 @@ def commit_resume(
             rollback(path, original)
             msg = e.message if isinstance(e, (SnapshotError, HarnError)) else str(e)
             raise _load_failure(path, msg) from None
+        except Exception as e:  # noqa: BLE001 - data the checks let through broke the restore
+            rollback(path, original)
+            raise _load_failure(path, _unexpected(e)) from None
         except BaseException:
-            rollback(path, original)  # an internal error or an interrupt: the park stays
+            rollback(path, original)  # an interrupt: the park stays
             raise
     sus = dict(rec.suspension or {})
     if not sus and doc is not None and isinstance(doc.get("suspension"), dict):
@@ -2593,19 +2624,19 @@ def resume_from_cli(
         raise _load_failure(path, e.message) from None
     original = claim(path, rec.id, park_id if doc.get("park_id") is not None else None)
     rec.claimed_bytes = original  # type: ignore[attr-defined]
+    # From the claim on, any failure puts the claimed bytes back (the park is not lost).
     try:
-        import_mock_state(runtime, doc)
-    except Exception as e:  # noqa: BLE001 - an invalid mock queue is a load failure
-        rollback(path, original)
-        raise _load_failure(path, e) from None
-    digest_text = None
-    if not continue_transcript:
-        rec_doc_t = doc.get("transcript")
-        if isinstance(rec_doc_t, dict) and rec_doc_t.get("messages"):
-            from harnpy.lifecycle.transcript import digest
+        try:
+            import_mock_state(runtime, doc)
+        except Exception as e:  # noqa: BLE001 - an invalid mock queue is a load failure
+            raise _load_failure(path, e) from None
+        digest_text = None
+        if not continue_transcript:
+            rec_doc_t = doc.get("transcript")
+            if isinstance(rec_doc_t, dict) and rec_doc_t.get("messages"):
+                from harnpy.lifecycle.transcript import digest
 
-            digest_text = digest(rec_doc_t) or None
-    try:
+                digest_text = digest(rec_doc_t) or None
         commit_resume(
             runtime,
             rec,
@@ -2619,8 +2650,11 @@ def resume_from_cli(
             fresh=True,
             claimed=True,
         )
-    except HarnError:
+    except BaseException as e:
         rollback(path, original)
+        if isinstance(e, Exception) and not isinstance(e, HarnError):
+            # damaged data the load checks let through (or a harnpy bug)
+            raise _load_failure(path, _unexpected(e)) from None
         raise
     return rec
 
@@ -2681,9 +2715,10 @@ def drive_until_settled(runtime: Any, rec: WorkerRecord) -> bool:
     """Run the scheduler until ``rec`` is settled (not running, not mid-turn); False when
     every thread is blocked and nothing can wake them.
 
-    An interrupt (Ctrl-C: ``KeyboardInterrupt`` / ``HarnInterrupt``) while the worker runs
-    puts its park back first (:func:`undo_resume`), then propagates: the worker stays
-    resumable from the same snapshot."""
+    An interrupt (Ctrl-C: ``KeyboardInterrupt`` / ``HarnInterrupt``) or an internal error
+    (a Python exception other than a Harn error escaping the scheduler) while the worker runs puts its park back
+    first (:func:`undo_resume`), then propagates: the worker stays resumable from the same
+    snapshot."""
     from harnpy.runtime.errors import HarnInterrupt
 
     sched = runtime.scheduler
@@ -2695,11 +2730,16 @@ def drive_until_settled(runtime: Any, rec: WorkerRecord) -> bool:
                 continue
             if not sched._wait_for_event():
                 return False
-    except (KeyboardInterrupt, HarnInterrupt):
+    except (KeyboardInterrupt, HarnInterrupt, Exception) as e:
+        if isinstance(e, HarnError):
+            raise
+        why = (
+            "interrupted" if isinstance(e, (KeyboardInterrupt, HarnInterrupt)) else "internal error"
+        )
         try:
             if undo_resume(runtime, rec):
                 runtime.write_err(
-                    f"harnpy: interrupted; worker {rec.id} is parked again at {rec.snapshot_path}\n"
+                    f"harnpy: {why}; worker {rec.id} is parked again at {rec.snapshot_path}\n"
                 )
         except OSError:
             pass

@@ -913,8 +913,10 @@ class _Decoder:
         raise SnapshotError(f"unexpected JSON value in snapshot: {type(v).__name__}", "E404")
 
     def ref(self, n: int) -> Any:
-        if not isinstance(n, int) or not 0 <= n < len(self.heap):
-            raise SnapshotError(f"snapshot heap reference {n!r} out of range", "E404")
+        if type(n) is not int or not 0 <= n < len(self.heap):
+            raise SnapshotError(
+                f"snapshot heap reference {n!r} is not an index of the heap", "E404"
+            )
         cur = self.heap[n]
         if cur is not _UNSET:
             return cur
@@ -996,6 +998,10 @@ class _Decoder:
             if not 0 <= obj.pc < len(obj.code.instrs):
                 raise SnapshotError(f"frame pc {obj.pc} out of range for {obj.code.name}", "E404")
             obj.parent = self.dec(raw["parent"]) if raw["parent"] is not None else None
+            if obj.parent is not None and type(obj.parent) not in (Frame, NativeFrame):
+                raise SnapshotError(
+                    f"frame of {obj.code.name} has a parent that is not a frame", "E404"
+                )
             obj.generator = self.dec(raw["generator"]) if raw.get("generator") else None
             obj.defers = [self.dec(d) for d in raw["defers"]] if raw.get("defers") else None
         elif t is Atomic:

@@ -64,11 +64,6 @@ DAMAGED = [
 
 
 # L1 ---------------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="L1: a hand-edited/damaged worker snapshot makes run --resume die with a raw "
-    "Python traceback instead of HARN-SUS-004",
-)
 @pytest.mark.parametrize("edit", DAMAGED)
 def test_damaged_worker_snapshot_is_sus_004_not_a_traceback(tmp_path: Path, edit: Any) -> None:
     snap = _park(tmp_path)
@@ -80,11 +75,6 @@ def test_damaged_worker_snapshot_is_sus_004_not_a_traceback(tmp_path: Path, edit
 
 
 # L2 ---------------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="L2: a resume that crashes after claiming the snapshot leaves the file rewritten "
-    "as status=running (park lost; next resume says interrupted)",
-)
 @pytest.mark.parametrize("edit", DAMAGED)
 def test_failed_resume_leaves_damaged_snapshot_untouched(tmp_path: Path, edit: Any) -> None:
     snap = _park(tmp_path)
@@ -93,6 +83,21 @@ def test_failed_resume_leaves_damaged_snapshot_untouched(tmp_path: Path, edit: A
     assert snap.read_bytes() == before
     again = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
     assert "interrupted" not in again.stderr, again.stderr
+
+
+def _bad_ret_slot(doc: dict[str, Any]) -> None:
+    doc["harnpy_thread"]["heap"][0]["ret_slot"] = None
+
+
+def test_internal_error_while_the_resumed_worker_runs_keeps_the_park(tmp_path: Path) -> None:
+    """Damage the decoder lets through fails once the worker runs (an internal error):
+    no traceback, exit 1, and the claimed bytes are put back (resumable again)."""
+    snap = _park(tmp_path)
+    before = _edit(snap, _bad_ret_slot)
+    p = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 1
+    assert snap.read_bytes() == before
 
 
 # L3 ---------------------------------------------------------------------------------------
@@ -128,17 +133,26 @@ def test_workers_cli_survives_a_huge_timeout(tmp_path: Path, cmd: str) -> None:
 
 
 # L4 ---------------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="L4: a worker snapshot (_type agent_handle) missing fields is reported as "
-    "'not a harnpy snapshot ... expected harnpy_snapshot' (E404, exit 2), not HARN-SUS-004",
-)
 def test_incomplete_worker_snapshot_is_sus_004(tmp_path: Path) -> None:
     f = tmp_path / "worker_x.json"
     f.write_text('{"_type": "agent_handle", "id": "worker_x", "status": "suspended"}')
     p = harnpy("run", "--resume", str(f), cwd=tmp_path, env=ENV)
     assert "HARN-SUS-004" in p.stderr, p.stderr
     assert "expected one of 'harnpy_snapshot'" not in p.stderr, p.stderr
+    assert "field `config`: required field missing" in p.stderr, p.stderr
+    assert p.returncode == 1
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2])
+def test_empty_and_truncated_worker_snapshots_are_both_sus_004(tmp_path: Path, cut: int) -> None:
+    """An empty file, a truncated worker snapshot and half of one: all HARN-SUS-004, exit 1
+    (a file that does not say it is a program snapshot takes the worker path)."""
+    snap = _park(tmp_path)
+    data = snap.read_bytes()
+    snap.write_bytes([b"", data[:40], data[: len(data) // 2]][cut])
+    p = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
+    assert "HARN-SUS-004" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert ("the file is empty" in p.stderr) == (cut == 0), p.stderr
     assert p.returncode == 1
 
 
@@ -156,11 +170,6 @@ def test_unusable_explicit_state_dir_is_not_silently_replaced(tmp_path: Path) ->
 
 
 # L6 ---------------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="L6: `run --resume SNAP FILE` / `run --resume SNAP -e CODE` silently ignore the "
-    "script or code instead of a usage error",
-)
 @pytest.mark.parametrize("extra", [["other.harn"], ["-e", 'println("never runs")']])
 def test_resume_with_a_script_too_is_a_usage_error(tmp_path: Path, extra: list[str]) -> None:
     snap = _park(tmp_path)
