@@ -100,7 +100,7 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
     """Run one case in-process; returns ``(passed, reason)``."""
     from harnpy.cli import render_runtime_error
     from harnpy.diagnostics import DiagnosticError
-    from harnpy.runtime.errors import HarnError, SnapshotExit
+    from harnpy.runtime.errors import HarnError, HarnExit, SnapshotExit
     from harnpy.runtime.runtime import Runtime
 
     base = path[: -len(".harn")]
@@ -136,6 +136,8 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
                 err.write(render_runtime_error(e, rt) + "\n")
             except SnapshotExit:
                 pass
+            except HarnExit as e:  # the `exit(code)` builtin: the case's exit status
+                failed = e.code != 0
             except SystemExit as e:
                 failed = bool(e.code)
             except BaseException as e:  # noqa: BLE001 - report internal errors as failures

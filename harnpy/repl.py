@@ -783,7 +783,7 @@ class ReplCore:
             ReplExit: the program called ``exit``.
         """
         from harnpy.diagnostics import RECURSION_LIMIT_MESSAGE, DiagnosticError, internal_error_text
-        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
+        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt
 
         try:
             return run()
@@ -794,8 +794,6 @@ class ReplCore:
         except HarnExit as e:
             self.end_line()
             raise ReplExit(int(e.code)) from None
-        except SnapshotExit as e:
-            self.error(f"the program wrote a snapshot to {e.path} and stopped")
         except RecursionError:
             self.error(RECURSION_LIMIT_MESSAGE)
         except BrokenPipeError:

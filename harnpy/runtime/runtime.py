@@ -99,6 +99,9 @@ class Runtime:
         except ImportError:  # pragma: no cover - clock module lands with the time builtins
             self.clock = None
         self.stdout_isatty = False
+        #: Set by hosts whose programs cannot be resumed from a ``__snapshot_exit`` file (the
+        #: REPL): the builtin refuses with this text instead of writing one.
+        self.snapshot_exit_refusal: str | None = None
         #: ``--llm-mock`` / ``--llm-mock-record`` files (set by the CLI).
         self.llm_cli_options: dict[str, Any] | None = None
         #: Agent services (LLM host, worker registry, events), created on first use by

@@ -148,6 +148,11 @@ class Session:
             kwargs["max_depth"] = self._max_depth
         self.runtime = Runtime(argv=self._argv, stdout=self._stdout, stderr=self._stderr, **kwargs)
         self.runtime.stdout_isatty = self._stdout_isatty
+        # A REPL entry is not a program `harnpy run --resume` could continue.
+        self.runtime.snapshot_exit_refusal = (
+            "__snapshot_exit is not available in the REPL (nothing could resume its "
+            "snapshot); `:save FILE` saves the whole session"
+        )
         self.globals: dict[str, Any] = {}
         self.global_kinds: dict[str, str] = {}
         self.type_aliases: dict[str, Any] = {}

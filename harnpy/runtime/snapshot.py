@@ -346,9 +346,14 @@ class _Encoder:
         if t is Frame:
             return self.enc_frame(v, path)
         if t is NativeFrame:
+            caller = v.parent
+            where = path
+            if isinstance(caller, Frame):
+                line, col = caller.code.line_at(caller.pc - 1)
+                where = f"called at {caller.code.module.path}:{line}:{col}"
             raise SnapshotError(
                 f"cannot snapshot inside the builtin `{v.builtin}`: it is running a callback "
-                f"(at {path}); take the snapshot outside the callback",
+                f"({where or 'at the top of the stack'}); take the snapshot outside the callback",
                 "E402",
             )
         if t is Atomic:

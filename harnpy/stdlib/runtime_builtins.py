@@ -35,6 +35,8 @@ def snapshot_exit(thread: Any, path: Any = None) -> Any:
 
     if type(path) is not str or not path:
         raise runtime_error("__snapshot_exit(path): path must be a non-empty string")
+    if thread.runtime.snapshot_exit_refusal is not None:
+        raise runtime_error(thread.runtime.snapshot_exit_refusal)
     if thread.name == "init":  # Runtime.run_code_sync: an imported module's top level
         # (its snapshot would resume into the initialiser alone, never the main program)
         raise runtime_error(

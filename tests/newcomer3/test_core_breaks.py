@@ -154,10 +154,6 @@ def test_range_length_stays_within_i64() -> None:
 # ------------------------------------------------------------------ snapshots
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="snapshot refusal inside a builtin callback says '(at )' with an empty location",
-)
 def test_snapshot_in_callback_error_names_a_location(tmp_path: Path) -> None:
     snap = tmp_path / "s.json"
     src = f'let xs = [1, 2].map({{ x -> __snapshot_exit("{snap}") }})\n'
@@ -165,12 +161,9 @@ def test_snapshot_in_callback_error_names_a_location(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "cannot snapshot inside the builtin `map`" in proc.stderr
     assert "(at )" not in proc.stderr
+    assert "(called at <-e>:1:10)" in proc.stderr  # where the builtin was called
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="__snapshot_exit in the REPL writes a file neither :restore nor run --resume accepts",
-)
 def test_repl_snapshot_exit_is_usable_or_refused(tmp_path: Path) -> None:
     snap = tmp_path / "r.json"
     cli("repl", stdin=f'let x = 1\n__snapshot_exit("{snap}")\n')
@@ -184,10 +177,6 @@ def test_repl_snapshot_exit_is_usable_or_refused(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ harnpy test conformance
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="test conformance reports a case calling exit(0) as 'internal error: HarnExit: 0'",
-)
 def test_conformance_runner_handles_exit_builtin(tmp_path: Path) -> None:
     (tmp_path / "ex.harn").write_text('pipeline main() {\n  println("x")\n  exit(0)\n}\n')
     (tmp_path / "ex.expected").write_text("x\n")

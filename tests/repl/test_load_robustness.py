@@ -21,7 +21,7 @@ def core() -> tuple[ReplCore, io.StringIO, io.StringIO]:
     return c, out, err
 
 
-def test_snapshot_exit_in_a_loaded_file_is_reported_like_in_an_entry(tmp_path: Path) -> None:
+def test_snapshot_exit_in_a_loaded_file_is_refused_like_in_an_entry(tmp_path: Path) -> None:
     (tmp_path / "snap.harn").write_text('let kept = 1\n__snapshot_exit("s.json")\n')
     p = harnpy(
         "repl",
@@ -31,11 +31,12 @@ def test_snapshot_exit_in_a_loaded_file_is_reported_like_in_an_entry(tmp_path: P
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode == 0
     assert p.stdout == "still here\n2\n"
-    assert p.stderr == (
-        "the program wrote a snapshot to e.json and stopped\n"
-        "the program wrote a snapshot to s.json and stopped\n"
-    )
-    assert (tmp_path / "s.json").is_file() and (tmp_path / "e.json").is_file()
+    refusals = [ln for ln in p.stderr.splitlines() if "error[E300]" in ln]
+    assert len(refusals) == 2, p.stderr
+    assert all("__snapshot_exit is not available in the REPL" in ln for ln in refusals)
+    assert "snap.harn:2:1: error[E300]" in refusals[1]  # located in the loaded file
+    # nothing was written: no file that neither `:restore` nor `run --resume` could use
+    assert not (tmp_path / "s.json").exists() and not (tmp_path / "e.json").exists()
     # --strict counts it as a failed entry, as it does for a typed entry
     p = harnpy("repl", "--strict", input=":load snap.harn\n", cwd=tmp_path)
     assert p.returncode == 1 and "Traceback" not in p.stderr
