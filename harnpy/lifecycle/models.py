@@ -31,6 +31,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harnpy.lifecycle.triggers.conditions import MAX_TIMEOUT_MINUTES
+
 TimeoutAction = Literal["resume_with_summary", "fail", "resume_with_input"]
 Initiator = Literal["self", "parent", "operator", "triggered"]
 #: Worker ``status`` strings (lifecycle.md 1.1).
@@ -57,7 +59,7 @@ class ResumeTimeout(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    duration_minutes: int = Field(gt=0)
+    duration_minutes: int = Field(gt=0, le=MAX_TIMEOUT_MINUTES)
     on_timeout: TimeoutAction = "resume_with_summary"
 
 

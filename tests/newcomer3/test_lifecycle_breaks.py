@@ -7,6 +7,7 @@ behaviour; they are strict xfails until fixed.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +104,22 @@ def test_internal_error_while_the_resumed_worker_runs_keeps_the_park(tmp_path: P
 # L3 ---------------------------------------------------------------------------------------
 HUGE_TIMEOUT = """
 pipeline main() {
+  println(unwrap_err(try { parse_resume_conditions({timeout: {duration_minutes: 9999999999999}}) }))
   llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "w",
     conditions: {trigger: {kind: "k", provider: "github"},
                  timeout: {duration_minutes: 9999999999999}}}}]})
+  llm_mock({text: "fin"})
+  const r = agent_loop("go", nil, {provider: "mock"})
+  println(r.status)
+  println(r.transcript.messages[2].content)
+}
+"""
+
+DAY_TIMEOUT = """
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "w",
+    conditions: {trigger: {kind: "k", provider: "github"},
+                 timeout: {duration_minutes: 1440}}}}]})
   llm_mock({text: "fin"})
   const r = agent_loop("go", nil, {provider: "mock"})
   println(r.snapshot_path)
@@ -113,23 +127,44 @@ pipeline main() {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="L3: `harnpy workers ls/show` crash (ValueError: year out of range) on a wait "
-    "whose model-chosen timeout is huge; parse_resume_conditions accepted it",
-)
+def test_a_huge_timeout_is_refused_when_declared(tmp_path: Path) -> None:
+    """Adjusted test (was: park with the huge timeout, then list it): the wait is now refused
+    when it is declared (HARN-SUS-002 with the field path; the model gets it back and the
+    loop goes on), so the CLI part is pinned below with a huge deadline put in the store."""
+    (tmp_path / "main.harn").write_text(HUGE_TIMEOUT, encoding="utf-8")
+    p = harnpy("run", "main.harn", cwd=tmp_path, env=ENV)
+    assert p.returncode == 0, p.stderr
+    pinned, status, feedback = p.stdout.splitlines()
+    why = "invalid ResumeConditions.timeout.duration_minutes: must be at most 52560000"
+    assert pinned.startswith(f"HARN-SUS-002: {why}"), pinned
+    assert status == "done"
+    assert "HARN-SUS-002" in feedback and "timeout.duration_minutes" in feedback, feedback
+
+
 @pytest.mark.parametrize("cmd", ["ls", "show"])
 def test_workers_cli_survives_a_huge_timeout(tmp_path: Path, cmd: str) -> None:
-    env = {"HARNPY_STORE": str(tmp_path / "waits.sqlite3")}
-    _park(tmp_path, HUGE_TIMEOUT, env)
+    store = tmp_path / "waits.sqlite3"
+    env = {"HARNPY_STORE": str(store)}
+    _park(tmp_path, DAY_TIMEOUT, env)
+    huge = 600001796054309590  # what a 9999999999999-minute timeout used to store
+    with sqlite3.connect(store) as db:
+        ((wid, raw),) = db.execute("SELECT id, record FROM waits").fetchall()
+        record = json.loads(raw)
+        record["deadline_ms"] = huge
+        db.execute(
+            "UPDATE waits SET deadline_ms = ?, record = ? WHERE id = ?",
+            (huge, json.dumps(record), wid),
+        )
     listed = harnpy("workers", "ls", "--json", cwd=tmp_path, env={**ENV, **env})
     assert listed.returncode == 0, listed.stderr
     (wait,) = json.loads(listed.stdout)
+    assert wait["deadline_ms"] == huge
     args = ["workers", "ls"] if cmd == "ls" else ["workers", "show", str(wait["id"])]
     p = harnpy(*args, cwd=tmp_path, env={**ENV, **env})
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode == 0, p.stderr
     assert str(wait["worker_id"]) in p.stdout
+    assert f"{huge} ms since the epoch" in p.stdout
 
 
 # L4 ---------------------------------------------------------------------------------------

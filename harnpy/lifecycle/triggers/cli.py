@@ -148,9 +148,17 @@ def _worker(args: argparse.Namespace, store: Any) -> int:
 
 
 def _when(ms: int | None) -> str:
+    """A stored instant (epoch ms) as RFC 3339, ``-`` for none; one no date can show (a
+    huge timeout recorded by an older harnpy, a hand-edited store) as ``<ms> ms since the
+    epoch`` — never an error."""
     from harnpy.lifecycle.triggers._util import rfc3339
 
-    return rfc3339(ms) if ms is not None else "-"
+    if ms is None:
+        return "-"
+    try:
+        return rfc3339(ms)
+    except (ValueError, OverflowError, OSError, TypeError):
+        return f"{ms} ms since the epoch (out of the date range)"
 
 
 def _waiting_for(rec: Any) -> str:

@@ -4,6 +4,9 @@ Spec: lifecycle.md §4.1 (``parse_resume_conditions``: always ``HARN-SUS-002`` w
 path), §4.2 (raw suspend path: ``HARN-SUS-002`` for shape and duration, ``HARN-SUS-007`` for
 the trigger spec, ``HARN-SUS-008`` for ``on_timeout``), §3.4 (shapes), §13 Q4 and Q8.
 
+harnpy limit (not in the spec): ``timeout.duration_minutes`` is at most
+:data:`MAX_TIMEOUT_MINUTES` (100 years), ``HARN-SUS-002`` with the field path on both paths.
+
 Both paths share the one trigger-spec parser (:func:`~harnpy.lifecycle.triggers.spec.
 parse_trigger_spec`) with the resume handler injected, so a trigger that
 ``trigger_register`` would reject is rejected here too (including cron schedules that can
@@ -24,6 +27,11 @@ from harnpy.runtime.errors import HarnError, plain_error
 
 TIMEOUT_ACTIONS = ("resume_with_summary", "fail", "resume_with_input")
 DEFAULT_TIMEOUT_ACTION = "resume_with_summary"
+
+#: The longest ``timeout.duration_minutes`` accepted: 100 years (of 365 days). harnpy limit,
+#: not in the spec: a deadline must stay a representable instant (the store keeps it as
+#: 64-bit epoch milliseconds and ``harnpy workers`` shows it as a date).
+MAX_TIMEOUT_MINUTES = 100 * 365 * 24 * 60
 
 
 def sus_error(code: int, message: str) -> HarnError:
@@ -57,15 +65,27 @@ def _parse_trigger(value: Any) -> dict[str, Any]:
     return jsonable(value)
 
 
+def _duration(value: dict[str, Any]) -> int:
+    """``timeout.duration_minutes``: a positive int of at most :data:`MAX_TIMEOUT_MINUTES`
+    (``HARN-SUS-002`` on both the validator and the raw suspend path)."""
+    duration = value.get("duration_minutes")
+    if type(duration) is not int or duration <= 0:
+        raise _invalid("timeout.duration_minutes", "must be a positive int")
+    if duration > MAX_TIMEOUT_MINUTES:
+        raise _invalid(
+            "timeout.duration_minutes",
+            f"must be at most {MAX_TIMEOUT_MINUTES} (100 years), got {duration}",
+        )
+    return duration
+
+
 def _parse_timeout(value: Any) -> dict[str, Any]:
     for key in value:
         if key not in ("duration_minutes", "on_timeout"):
             raise _invalid(
                 f"timeout.{key}", "unknown field; expected duration_minutes or on_timeout"
             )
-    duration = value.get("duration_minutes")
-    if type(duration) is not int or duration <= 0:
-        raise _invalid("timeout.duration_minutes", "must be a positive int")
+    duration = _duration(value)
     action = value.get("on_timeout")
     if action is None:
         action = DEFAULT_TIMEOUT_ACTION
@@ -204,9 +224,7 @@ def _raw_timeout(value: Any) -> dict[str, Any] | None:
         return None
     if type(value) is not dict:
         raise _invalid("timeout", f"expected dict or nil, got {_tn(value)}")
-    duration = value.get("duration_minutes")
-    if type(duration) is not int or duration <= 0:
-        raise _invalid("timeout.duration_minutes", "must be a positive int")
+    duration = _duration(value)
     action = value.get("on_timeout")
     if action is None:
         action = DEFAULT_TIMEOUT_ACTION
