@@ -44,15 +44,36 @@ class Diagnostic:
         if self.source is not None and self.line:
             lines = self.source.split("\n")
             if 0 < self.line <= len(lines):
-                text = lines[self.line - 1].rstrip("\r").expandtabs(1)
+                text = lines[self.line - 1].rstrip("\r").lstrip("\ufeff").expandtabs(1)
                 gutter = str(self.line)
                 pad = " " * len(gutter)
-                width = max(1, (self.end_col - self.col) if self.end_col > self.col else 1)
+                start = max(0, self.col - 1)
+                stop = self.end_col - 1 if self.end_col > self.col else start + 1
+                # Columns count characters; the caret line counts terminal cells, so wide
+                # characters (CJK, emoji) before or under the span keep it aligned.
+                lead = _cells(text[:start]) + max(0, start - len(text))
+                width = max(1, _cells(text[start:stop]))
                 out.append(f"  {gutter} | {text}")
-                out.append(f"  {pad} | {' ' * max(0, self.col - 1)}{'^' * width}")
+                out.append(f"  {pad} | {' ' * lead}{'^' * width}")
         for note in self.notes:
             out.append(f"  = {note}")
         return "\n".join(out)
+
+
+def _cells(text: str) -> int:
+    """Terminal cells ``text`` takes: 2 for East Asian wide/fullwidth characters (most
+    emoji), 0 for combining marks and zero-width joiners, 1 otherwise."""
+    import unicodedata
+
+    n = 0
+    for ch in text:
+        if ch.isascii():
+            n += 1
+        elif unicodedata.combining(ch) or ch in "\u200d\ufe0f":
+            continue
+        else:
+            n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return n
 
 
 class DiagnosticError(Exception):

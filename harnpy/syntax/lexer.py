@@ -319,12 +319,19 @@ class _Scanner:
         self.end = inp.end
         self.line = inp.line
         self.line_start = inp.line_start
+        if self.pos == 0 and self.text.startswith("\ufeff"):
+            # A UTF-8 byte order mark (editors on Windows write one) is not part of the
+            # program; columns on line 1 count from after it.
+            self.pos = self.line_start = 1
 
     # -- positions
 
     def _error(self, code: str, message: str, offset: int) -> HarnSyntaxError:
         line = self.inp.line + self.text.count("\n", self.inp.start, offset)
-        col = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        line_start = self.text.rfind("\n", 0, offset) + 1
+        if line_start == 0 and self.text.startswith("\ufeff"):
+            line_start = 1
+        col = offset - line_start + 1
         return syntax_error(
             code,
             f"{message} at {line}:{col}",

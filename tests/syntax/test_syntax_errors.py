@@ -121,3 +121,23 @@ def test_errors_inside_interpolation_point_into_the_string() -> None:
     assert diag.message == "Unexpected end of interpolation, expected expression at 2:17"
     diag = first('let s = "x ${a b} y"')
     assert diag.message == "Expected `}` closing the interpolation, got b at 1:16"
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_program() -> None:
+    assert parse("\ufeffprintln(1)\n", "t.harn") == parse("println(1)\n", "t.harn")
+    diag = first("\ufefflet x = `\n")
+    assert (diag.line, diag.col, diag.message) == (1, 9, "Unexpected character '`' at 1:9")
+    assert diag.render().splitlines()[1:] == ["  1 | let x = `", "    |         ^"]
+    diag = first("\ufefflet x = )\n")
+    assert (diag.line, diag.col) == (1, 9)
+
+
+def test_the_caret_counts_terminal_cells_of_wide_characters() -> None:
+    diag = first('let s = "日本🎉" )\n')
+    assert diag.col == 15
+    # the three wide characters take two cells each: the caret sits under `)`
+    assert diag.render().splitlines()[2] == "    | " + " " * 17 + "^"
+    from harnpy.diagnostics import Diagnostic
+
+    under = Diagnostic("E1", "m", "t", 1, 9, source='let s = "日本" + 1', end_col=13)
+    assert under.render().splitlines()[2] == "    | " + " " * 8 + "^" * 6
