@@ -158,20 +158,6 @@ def pattern_binds(p: Any, out: list[str]) -> None:
         pattern_binds(p.value, out)
 
 
-def binding_names(p: Any) -> list[str]:
-    """Names a ``let``/``for`` pattern binds (``_`` excluded)."""
-    t = type(p)
-    if t is A.NamePattern:
-        return [] if p.name == "_" else [p.name]
-    if t is A.DictPattern:
-        return [f.key if f.rest else (f.alias or f.key) for f in p.fields]
-    if t is A.ListPattern:
-        return [e.name for e in p.elems if e.name != "_"]
-    if t is A.PairPattern:
-        return [p.first, p.second]
-    return []
-
-
 def levenshtein(a: str, b: str) -> int:
     """Edit distance between two names."""
     if len(a) < len(b):
@@ -482,7 +468,7 @@ class Checker:
         kind = "var" if mutable else "let"
         lets = self.lets[-1]
         scope = self.scopes[-1]
-        for name in binding_names(pat):
+        for name in A.pattern_names(pat):
             if not mutable and name in lets:
                 self.error(
                     E_REDECLARE,
@@ -634,7 +620,7 @@ class Checker:
 
     def s_ForStmt(self, s: A.ForStmt) -> None:
         self.expr(s.iterable)
-        self.block(s.body, {n: Binding("loop") for n in binding_names(s.pattern)})
+        self.block(s.body, {n: Binding("loop") for n in A.pattern_names(s.pattern)})
 
     def s_WhileStmt(self, s: A.WhileStmt) -> None:
         self.expr(s.cond)

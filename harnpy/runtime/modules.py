@@ -150,25 +150,11 @@ def top_level_names(tree: A.Module) -> dict[str, str]:
         s = _unwrap(s)
         t = type(s)
         if t is A.LetStmt:
-            for n in pattern_names(s.pattern):  # type: ignore[union-attr]
+            for n in A.pattern_names(s.pattern):  # type: ignore[union-attr]
                 out[n] = "var" if s.mutable else "let"  # type: ignore[union-attr]
         elif t in (A.FnDecl, A.ToolDecl, A.StructDecl):
             out[s.name] = "fn"  # type: ignore[union-attr]
     return out
-
-
-def pattern_names(p: Any) -> list[str]:
-    """Names a top-level ``let``/``var`` pattern binds (``_`` excluded)."""
-    t = type(p)
-    if t is A.NamePattern:
-        return [] if p.name == "_" else [p.name]
-    if t is A.DictPattern:
-        return [f.key if f.rest else (f.alias or f.key) for f in p.fields]
-    if t is A.ListPattern:
-        return [e.name for e in p.elems if e.name != "_"]
-    if t is A.PairPattern:
-        return [p.first, p.second]
-    return []
 
 
 def collect_enums(tree: A.Module) -> dict[str, dict[str, int]]:

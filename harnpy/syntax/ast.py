@@ -848,3 +848,17 @@ def walk(node: Node) -> Iterator[Node]:
         n = stack.pop()
         yield n
         stack.extend(reversed(list(children(n))))
+
+
+def pattern_names(p: Node) -> list[str]:
+    """Names a ``let``/``var``/``for`` pattern binds, in order (``_`` excluded)."""
+    t = type(p)
+    if t is NamePattern:
+        return [] if p.name == "_" else [p.name]  # type: ignore[attr-defined]
+    if t is DictPattern:
+        return [f.key if f.rest else (f.alias or f.key) for f in p.fields]  # type: ignore[attr-defined]
+    if t is ListPattern:
+        return [e.name for e in p.elems if e.name != "_"]  # type: ignore[attr-defined]
+    if t is PairPattern:
+        return [p.first, p.second]  # type: ignore[attr-defined]
+    return []
