@@ -40,6 +40,7 @@ tracing is enabled.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import tempfile
@@ -85,10 +86,18 @@ class SnapshotLoadError(Exception):
 
 
 def snapshot_dir(runtime: Any) -> str:
-    """The directory worker snapshots are written to: ``HARN_WORKER_STATE_DIR`` or
+    """The directory worker snapshots are written to (created when missing).
+
+    ``HARN_WORKER_STATE_DIR`` when set: it is used as given, or refused. Otherwise
     ``.harn/workers`` when it can be created and written, else
     ``<tmp>/harnpy-<uid>/workers/<hash of the working directory>`` (a read-only checkout
-    still parks; the summary's ``snapshot_path`` says where)."""
+    still parks; the summary's ``snapshot_path`` says where).
+
+    Raises:
+        OSError: ``HARN_WORKER_STATE_DIR`` names a directory that cannot be used (not a
+            directory, not writable, cannot be created); ``strerror`` names it.
+    """
+    explicit = bool(os.environ.get("HARN_WORKER_STATE_DIR"))
     preferred = state_dir()
     cache: dict[str, str] = _cache(runtime, "worker_dirs")
     hit = cache.get(preferred)
@@ -96,10 +105,17 @@ def snapshot_dir(runtime: Any) -> str:
         return hit
     chosen = preferred
     try:
+        if os.path.exists(preferred) and not os.path.isdir(preferred):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory")
         if not _writable(preferred):
-            raise PermissionError(preferred)
+            raise PermissionError(errno.EACCES, "not writable")
         os.makedirs(preferred, exist_ok=True)
-    except OSError:
+    except OSError as e:
+        if explicit:  # the user chose it: never put durable state elsewhere behind their back
+            raise OSError(
+                e.errno,
+                f"HARN_WORKER_STATE_DIR `{preferred}` cannot be used: {e.strerror or e}",
+            ) from None
         tag = hashlib.sha256(os.path.abspath(preferred).encode()).hexdigest()[:12]
         chosen = os.path.join(tempfile.gettempdir(), f"harnpy-{os.getuid()}", "workers", tag)
         os.makedirs(chosen, mode=0o700, exist_ok=True)
@@ -134,7 +150,11 @@ def _cache(runtime: Any, name: str) -> Any:
 
 
 def _target_path(runtime: Any, rec: WorkerRecord) -> str:
-    """Where ``rec``'s snapshot goes (and set ``rec.snapshot_path`` to it)."""
+    """Where ``rec``'s snapshot goes (and set ``rec.snapshot_path`` to it).
+
+    Raises:
+        OSError: the state directory cannot be used (:func:`snapshot_dir`).
+    """
     if getattr(rec, "snapshot_fixed", False):
         return rec.snapshot_path
     d = snapshot_dir(runtime)
@@ -480,8 +500,9 @@ def persist(
     Raises:
         HarnRuntimeError: ``E402`` / ``E403`` from the snapshot layer, or the I/O error.
     """
-    path = _target_path(runtime, rec)
+    path = rec.snapshot_path
     try:
+        path = _target_path(runtime, rec)
         doc = build_document(
             runtime, rec, thread=thread, bottom=bottom, pending_slot=pending_slot, st=st
         )
@@ -1456,7 +1477,8 @@ def _commit_park(
     raw_conditions = req.get("raw_conditions", req.get("conditions"))
     conditions = req.get("conditions")
     old = (rec.status, rec.suspension, rec.transcript, rec.result, getattr(rec, "park_id", None))
-    _target_path(rt, rec)
+    with contextlib.suppress(OSError):  # an unusable state dir: persist() reports it
+        _target_path(rt, rec)
     if accepted:
         sus = dict(rec.suspension or {})
         sus["suspended_at_turn"] = st.get("iteration")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -67,31 +68,63 @@ def test_file_layout_and_envelope(run_harn: RunHarn, state_dir: Path) -> None:
     read_document(str(snap))  # validates
 
 
-def test_state_dir_override_and_read_only_fallback(
-    run_harn: RunHarn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(0o555)
-    monkeypatch.setenv("HARN_WORKER_STATE_DIR", str(ro / "workers"))
-    try:
-        out, _ = run_harn(
-            "pipeline main() {"
-            + PARK_ONCE
-            + """
+_PARK_AND_SHOW = (
+    "pipeline main() {"
+    + PARK_ONCE
+    + """
   const s = wait_agent(h)
   println(s.snapshot_path)
   println(file_exists(s.snapshot_path))
 }
 """
-        )
+)
+
+
+def test_read_only_default_state_dir_falls_back_to_tmp(
+    run_harn: RunHarn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without HARN_WORKER_STATE_DIR, a checkout where `.harn/workers` cannot be written
+    still parks, in a per-user temporary directory (here under the test's own tmp)."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.delenv("HARN_WORKER_STATE_DIR")
+    monkeypatch.chdir(ro)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    ro.chmod(0o555)
+    try:
+        out, _ = run_harn(_PARK_AND_SHOW)
     finally:
         ro.chmod(0o755)
     path, exists = lines(out)
     assert exists == "true"
-    assert not path.startswith(str(ro))  # a per-user temporary directory instead
-    assert "harnpy-" in path and path.endswith(".json")
+    assert path.startswith(str(tmp / "harnpy-")) and path.endswith(".json")
+    assert not (ro / ".harn").exists()
+
+
+def test_unusable_explicit_state_dir_is_reported_not_replaced(
+    run_harn: RunHarn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adjusted test (it pinned the /tmp fallback for an explicit HARN_WORKER_STATE_DIR
+    too): a directory the user chose is never silently replaced. A background worker's park
+    stays in memory with a warning naming the directory (a root loop's park fails)."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("HARN_WORKER_STATE_DIR", str(ro / "workers"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    ro.chmod(0o555)
+    try:
+        out, _ = run_harn(_PARK_AND_SHOW)
+    finally:
+        ro.chmod(0o755)
+    path, exists = lines(out)
+    assert path == str(ro / "workers" / Path(path).name) and exists == "false"
+    assert f"HARN_WORKER_STATE_DIR `{ro / 'workers'}` cannot be used" in out, out
     assert not (ro / "workers").exists()
+    assert not (tmp / f"harnpy-{os.getuid()}").exists()  # no fallback dir
 
 
 def test_a_value_that_is_not_data_fails_the_park_with_its_path(run_harn: RunHarn) -> None:

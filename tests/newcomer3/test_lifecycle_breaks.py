@@ -7,6 +7,7 @@ behaviour; they are strict xfails until fixed.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -192,16 +193,18 @@ def test_empty_and_truncated_worker_snapshots_are_both_sus_004(tmp_path: Path, c
 
 
 # L5 ---------------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="L5: an explicit HARN_WORKER_STATE_DIR that cannot be used is silently replaced "
-    "by a /tmp directory (durable state in tmp, no warning)",
-)
 def test_unusable_explicit_state_dir_is_not_silently_replaced(tmp_path: Path) -> None:
     (tmp_path / "not_a_dir").write_text("x")
     (tmp_path / "main.harn").write_text(PARK, encoding="utf-8")
-    p = harnpy("run", "main.harn", cwd=tmp_path, env={**ENV, "HARN_WORKER_STATE_DIR": "not_a_dir"})
+    tmp = tmp_path / "tmp"  # where a fallback would go: never the real /tmp
+    tmp.mkdir()
+    env = {**ENV, "HARN_WORKER_STATE_DIR": "not_a_dir", "TMPDIR": str(tmp)}
+    p = harnpy("run", "main.harn", cwd=tmp_path, env=env)
     assert p.returncode != 0 or "not_a_dir" in p.stderr, (p.stdout, p.stderr)
+    # a root loop's park needs the file: it fails, naming the directory
+    assert p.returncode == 1 and "HARN_WORKER_STATE_DIR `not_a_dir` cannot be used" in p.stderr
+    assert not (tmp / f"harnpy-{os.getuid()}").exists()  # no worker fallback dir
+    assert (tmp_path / "not_a_dir").read_text() == "x"
 
 
 # L6 ---------------------------------------------------------------------------------------
