@@ -993,6 +993,10 @@ class _Decoder:
         elif t is Frame:
             obj.pc = raw["pc"]
             obj.ret_slot = raw["ret_slot"]
+            if type(obj.pc) is not int or type(obj.ret_slot) is not int:
+                raise SnapshotError(
+                    f"frame of {obj.code.name} has a non-integer pc or ret_slot", "E404"
+                )
             obj.slots = [self.dec(x) for x in raw["slots"]]
             if len(obj.slots) != obj.code.nslots:
                 raise SnapshotError(

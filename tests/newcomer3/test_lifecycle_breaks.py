@@ -87,17 +87,23 @@ def test_failed_resume_leaves_damaged_snapshot_untouched(tmp_path: Path, edit: A
     assert "interrupted" not in again.stderr, again.stderr
 
 
-def _bad_ret_slot(doc: dict[str, Any]) -> None:
-    doc["harnpy_thread"]["heap"][0]["ret_slot"] = None
+def _bad_loop_state(doc: dict[str, Any]) -> None:
+    """Damage inside the agent loop's own state (its ``started_ms`` counter), which no load
+    check knows about: the worker fails only once it runs."""
+    (state,) = [
+        h for h in doc["harnpy_thread"]["heap"] if isinstance(h, dict) and "started_ms" in h
+    ]
+    state["started_ms"] = "zz"
 
 
 def test_internal_error_while_the_resumed_worker_runs_keeps_the_park(tmp_path: Path) -> None:
     """Damage the decoder lets through fails once the worker runs (an internal error):
     no traceback, exit 1, and the claimed bytes are put back (resumable again)."""
     snap = _park(tmp_path)
-    before = _edit(snap, _bad_ret_slot)
+    before = _edit(snap, _bad_loop_state)
     p = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
     assert "Traceback" not in p.stderr, p.stderr
+    assert "E999" in p.stderr and "is parked again" in p.stderr, p.stderr
     assert p.returncode == 1
     assert snap.read_bytes() == before
 
