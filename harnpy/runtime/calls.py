@@ -28,9 +28,12 @@ from harnpy.runtime.values import (
     Generator,
     HSet,
     IterValue,
+    StructType,
     StructValue,
     type_name,
 )
+
+__all__ = ["StructType"]  # re-exported: the struct constructor value lived here
 from harnpy.stdlib.registry import METHODS
 
 _METHOD_TABLE_KEY: dict[type, str] = {
@@ -433,26 +436,3 @@ def generator_finish(gf: Frame) -> int:
     gen.running = False
     gen.frame = None
     return finish_frame(gf, {"done": True, "value": None})
-
-
-class StructType:
-    """The constructor value bound to a struct's name: ``P({x: 1})`` or ``P {x: 1}``.
-
-    ``fields`` lists declared field names (``optional`` ones may be absent).
-    """
-
-    __slots__ = ("name", "fields", "optional")
-
-    def __init__(self, name: str, fields: list[str], optional: set[str]) -> None:
-        self.name = name
-        self.fields = fields
-        self.optional = optional
-
-    def construct(self, args: list[Any]) -> StructValue:
-        """Build an instance from a dict argument (or positional field values)."""
-        if len(args) == 1 and type(args[0]) is dict:
-            return StructValue(self.name, dict(args[0]))
-        return StructValue(self.name, {k: v for k, v in zip(self.fields, args)})
-
-    def __repr__(self) -> str:
-        return f"<struct {self.name}>"

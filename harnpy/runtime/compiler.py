@@ -21,7 +21,6 @@ from typing import Any
 
 from harnpy.runtime import instrs as I
 from harnpy.runtime import ops
-from harnpy.runtime.calls import StructType
 from harnpy.runtime.code import MISSING, UNBOUND, CodeObject, Frame, Handler
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import (
@@ -34,9 +33,11 @@ from harnpy.runtime.errors import (
 from harnpy.runtime.values import (
     Closure,
     Duration,
+    EnumNamespace,
     EnumValue,
     HSet,
     RangeValue,
+    StructType,
     StructValue,
     is_result,
     ok,
@@ -1134,7 +1135,7 @@ class Compiler:
             return _slot_ev(binding.slot)
         ctx = self.ctx
         if name in ctx.enums:
-            return _const(_EnumNamespace(name, ctx.enums[name]))
+            return _const(EnumNamespace(name, ctx.enums[name]))
         if self._is_global(name):
             return _global_ev(ctx.module.globals, name, ctx.builtins.get(name))
         bi = ctx.builtins.get(name)
@@ -2274,14 +2275,8 @@ def _capture_checked_ev(slot: int, name: str, span: A.Span) -> Ev:
     return load
 
 
-class _EnumNamespace:
-    """Value of a bare enum name (``Color``); only its variants are reachable through it."""
-
-    __slots__ = ("name", "variants")
-
-    def __init__(self, name: str, variants: dict[str, int]) -> None:
-        self.name = name
-        self.variants = variants
+#: Old name of :class:`~harnpy.runtime.values.EnumNamespace` (snapshots and the REPL use it).
+_EnumNamespace = EnumNamespace
 
 
 def _interp_ev(parts: list[Any]) -> Ev:
@@ -2805,7 +2800,7 @@ def type_checker(t: A.TypeExpr, ctx: ModuleContext) -> Callable[[Any], bool] | N
         if name == "nil":
             return lambda v: v is None
         if name == "closure":
-            return lambda v: type(v).__name__ in ("Closure", "Builtin", "BoundMethod")
+            return lambda v: type(v).__name__ in ("Closure", "Builtin", "BoundMethod", "StructType")
         alias = ctx.module.type_aliases.get(name) if ctx.module is not None else None
         if alias is not None and alias is not t:
             return type_checker(alias, ctx)

@@ -16,6 +16,7 @@ from harnpy.runtime.values import (
     Channel,
     Closure,
     Duration,
+    EnumNamespace,
     EnumValue,
     Generator,
     HostObject,
@@ -23,6 +24,7 @@ from harnpy.runtime.values import (
     IterValue,
     Pair,
     RangeValue,
+    StructType,
     StructValue,
     TaskHandle,
 )
@@ -118,4 +120,10 @@ def _display_other(v: Any) -> str:
         return f'b"{shown}"{extra}'
     if t is HostObject:
         return f"<{v.kind}>"
+    if t is StructType:
+        # The declaration registers a constructor function (spec 3.14): it prints like
+        # the reference's constructor closure, whose one parameter is `__fields`.
+        return "<fn(__fields)>"
+    if t is EnumNamespace:
+        return f"<enum {v.name}>"
     return f"<{t.__name__}>"

@@ -10,6 +10,8 @@
 | duration             | :class:`Duration`                                      |
 | enum (incl. Result)  | :class:`EnumValue`                                     |
 | struct               | :class:`StructValue`                                   |
+| struct constructor   | :class:`StructType` (``type_of`` closure)              |
+| bare enum name       | :class:`EnumNamespace` (``type_of`` enum)              |
 | closure              | :class:`Closure` (code reference + captured values)    |
 | builtin              | :class:`Builtin`                                       |
 | range / pair         | :class:`RangeValue` / :class:`Pair`                    |
@@ -98,6 +100,48 @@ class StructValue:
 
     def __repr__(self) -> str:
         return f"StructValue({self.name}, {self.fields!r})"
+
+
+class StructType:
+    """The constructor bound to a struct's name: ``P({x: 1})`` or ``P {x: 1}``.
+
+    The declaration registers a constructor function (spec 3.14), so a struct name used as
+    a value is a function: ``type_of`` gives ``closure`` and it displays like the
+    reference's constructor closure, ``<fn(__fields)>``. ``fields`` lists declared field
+    names (``optional`` ones may be absent).
+    """
+
+    __slots__ = ("name", "fields", "optional")
+
+    def __init__(self, name: str, fields: list[str], optional: set[str]) -> None:
+        self.name = name
+        self.fields = fields
+        self.optional = optional
+
+    def construct(self, args: list[Any]) -> StructValue:
+        """Build an instance from a dict argument (or positional field values)."""
+        if len(args) == 1 and type(args[0]) is dict:
+            return StructValue(self.name, dict(args[0]))
+        return StructValue(self.name, {k: v for k, v in zip(self.fields, args)})
+
+    def __repr__(self) -> str:
+        return f"<struct {self.name}>"
+
+
+class EnumNamespace:
+    """Value of a bare enum name (``Color``); only its variants are reachable through it.
+
+    ``type_of`` gives ``enum`` and it displays as ``<enum Color>``.
+    """
+
+    __slots__ = ("name", "variants")
+
+    def __init__(self, name: str, variants: dict[str, int]) -> None:
+        self.name = name
+        self.variants = variants
+
+    def __repr__(self) -> str:
+        return f"<enum {self.name}>"
 
 
 class HSet:
@@ -370,6 +414,8 @@ _TYPE_NAMES: dict[type, str] = {
     Duration: "duration",
     EnumValue: "enum",
     StructValue: "struct",
+    StructType: "closure",
+    EnumNamespace: "enum",
     Closure: "closure",
     Builtin: "builtin",
     BoundMethod: "closure",

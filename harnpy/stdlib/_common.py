@@ -20,14 +20,17 @@ from harnpy.runtime.values import (
     EnumValue,
     HSet,
     Pair,
+    StructType,
     StructValue,
 )
 
 
 def is_callable(v: Any) -> bool:
-    """True for values a Harn call can target: closures, builtins and bound methods."""
+    """True for values a Harn call can target: closures, builtins, bound methods and struct
+    constructors (``xs.map(Point)``). Every callback builtin checks its function argument
+    with this; the call itself goes through the VM's ordinary call paths."""
     t = type(v)
-    return t is Closure or t is Builtin or t is BoundMethod
+    return t is Closure or t is Builtin or t is BoundMethod or t is StructType
 
 
 def as_int(v: Any, default: int | None = None) -> int | None:

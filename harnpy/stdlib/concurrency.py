@@ -20,6 +20,7 @@ from harnpy.runtime.values import (
     Channel,
     Closure,
     Duration,
+    StructType,
     TaskHandle,
     type_name,
 )
@@ -41,6 +42,10 @@ def start_thread(runtime: Any, fn: Any, args: list[Any], name: str, out: Any = N
     elif type(fn) is Builtin:
         th.frame = None
         th.result = fn.fn(th, *args)
+        th.finished = True
+    elif type(fn) is StructType:
+        th.frame = None
+        th.result = fn.construct(list(args))
         th.finished = True
     else:
         raise type_error(f"Cannot call {display(fn)}")
@@ -567,7 +572,7 @@ def parallel_race(thread: Any, items: Any = None, fn: Any = None, cap: Any = Non
 
     if type(items) is not list:
         raise type_error(f"parallel_race: first argument must be a list, got {type_name(items)}")
-    if type(fn) not in (Closure, Builtin):
+    if type(fn) not in (Closure, Builtin, StructType):
         raise type_error(f"parallel_race: argument 2 must be callable, got {type_name(fn)}")
     if not items:
         raise runtime_error("parallel_race: expected at least one item")

@@ -20,9 +20,11 @@ from harnpy.runtime.values import (
     BoundMethod,
     Builtin,
     Closure,
+    EnumNamespace,
     EnumValue,
     HSet,
     RangeValue,
+    StructType,
     StructValue,
 )
 from harnpy.stdlib._util import fail, text
@@ -50,6 +52,8 @@ def to_json_data(v: Any) -> Any:
     if t is HSet:
         return [to_json_data(x) for x in v.items]
     if t is Closure or t is Builtin or t is BoundMethod or t is EnumValue:
+        return None
+    if t is StructType or t is EnumNamespace:  # a constructor (closure) / an enum name
         return None
     if t is RangeValue:
         return display(v)

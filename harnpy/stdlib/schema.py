@@ -43,6 +43,7 @@ from harnpy.runtime.values import (
     Builtin,
     Closure,
     HSet,
+    StructType,
     StructValue,
     err,
     ok,
@@ -174,7 +175,7 @@ def matches_type(v: Any, expected: str, numeric_compat: bool = False) -> bool:
     if expected == "struct":
         return t is StructValue
     if expected == "closure":
-        return t is Closure or t is Builtin or t is BoundMethod
+        return t is Closure or t is Builtin or t is BoundMethod or t is StructType
     return actual_type(v) == expected
 
 

@@ -40,35 +40,27 @@ def cli(*args: str, stdin: str = "", cwd: Path | None = None) -> subprocess.Comp
 # ------------------------------------------------------------------ values leaking Python names
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a struct type used as a value prints <StructType> and type_of is unknown"
-)
 def test_struct_type_value_does_not_leak_python_class_name() -> None:
     out = run("struct Pt { x: int }\nprintln(Pt)\nprintln(type_of(Pt))\n")
     shown, kind = out.splitlines()
     assert "StructType" not in shown
-    assert "Pt" in shown
-    # the declaration registers a constructor function (spec 2.10): a callable type
-    assert kind != "unknown"
+    # the declaration registers a constructor function (spec 3.14): it is shown and typed
+    # like the reference's constructor closure (`fn Pt(__fields)`), not as a struct name
+    assert shown == "<fn(__fields)>"
+    assert kind == "closure"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="an enum name used as a value prints <_EnumNamespace>, type_of unknown"
-)
 def test_enum_type_value_does_not_leak_python_class_name() -> None:
     out = run("enum Col { R, G(v) }\nprintln(Col)\nprintln(type_of(Col))\n")
     shown, kind = out.splitlines()
     assert "_EnumNamespace" not in shown
-    assert kind != "unknown"
+    assert shown == "<enum Col>"
+    assert kind == "enum"
 
 
 # ------------------------------------------------------------------ callables
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a struct constructor is callable directly but list.map(Pt) gives nil",
-)
 def test_struct_constructor_works_as_map_callback() -> None:
     src = (
         "struct Pt { x: int }\nlet f = Pt\nprintln(f({x: 1}))\nprintln([{x: 1}, {x: 2}].map(Pt))\n"
@@ -76,10 +68,6 @@ def test_struct_constructor_works_as_map_callback() -> None:
     assert run(src) == "Pt {x: 1}\n[Pt {x: 1}, Pt {x: 2}]\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iter.map(Pt) fails with 'expected callable' although Pt(...) is callable",
-)
 def test_struct_constructor_works_as_iter_map_callback() -> None:
     src = "struct Pt { x: int }\nprintln(iter([{x: 1}]).map(Pt).to_list())\n"
     assert run(src) == "[Pt {x: 1}]\n"
