@@ -160,9 +160,12 @@ def actual_type(v: Any) -> str:
     return "dict" if type(v) is StructValue else type_name(v)
 
 
-def matches_type(v: Any, expected: str, numeric_compat: bool = False) -> bool:
+def matches_type(
+    v: Any, expected: str, numeric_compat: bool = False, int_as_float: bool = False
+) -> bool:
     """Whether ``v`` has schema type ``expected`` (``dict`` accepts structs; with
-    ``numeric_compat`` ints pass as floats and floats as ints)."""
+    ``numeric_compat`` ints pass as floats and floats as ints; with ``int_as_float`` only
+    ints pass as floats, the typed-parameter rule of spec 3.11)."""
     if expected == "any":
         return True
     t = type(v)
@@ -171,7 +174,7 @@ def matches_type(v: Any, expected: str, numeric_compat: bool = False) -> bool:
     if expected == "int":
         return t is int or (numeric_compat and t is float)
     if expected == "float":
-        return t is float or (numeric_compat and t is int)
+        return t is float or ((numeric_compat or int_as_float) and t is int)
     if expected == "struct":
         return t is StructValue
     if expected == "closure":
@@ -210,10 +213,13 @@ Issue = tuple[str, str]  # (path label, message)
 class _Validator:
     """One validation run: root schema (for ``$ref``), options, and the ``$ref`` stack."""
 
-    def __init__(self, root: Schema, apply_defaults: bool, numeric_compat: bool) -> None:
+    def __init__(
+        self, root: Schema, apply_defaults: bool, numeric_compat: bool, int_as_float: bool = False
+    ) -> None:
         self.root = root
         self.apply_defaults = apply_defaults
         self.numeric_compat = numeric_compat
+        self.int_as_float = int_as_float
         self.ref_stack: list[str] = []
         self.depth = 0
 
@@ -283,7 +289,9 @@ class _Validator:
                 issues.append((_label(path), "value did not match any union branch"))
 
         expected = schema.get("type")
-        if type(expected) is str and not matches_type(value, expected, self.numeric_compat):
+        if type(expected) is str and not matches_type(
+            value, expected, self.numeric_compat, self.int_as_float
+        ):
             msg = f"expected type '{expected}', got '{actual_type(value)}'"
             issues.append((_label(path), msg))
             return normalized, issues
@@ -487,7 +495,8 @@ def check_param(value: Any, param: str, schema: Schema) -> None:
 class _ParamChecker:
     def __init__(self, root: Schema) -> None:
         self.root = root
-        self.validator = _Validator(root, False, True)
+        # Spec 3.11: an int is accepted for a float, never a float for an int.
+        self.validator = _Validator(root, False, False, int_as_float=True)
 
     def check(self, value: Any, schema: Schema, param: str) -> str | None:
         ref = schema.get("$ref")
@@ -529,7 +538,7 @@ class _ParamChecker:
                 return self.object(value, schema, param)
             return f"parameter '{param}': expected dict or struct, got {type_name(value)}"
         expected = schema.get("type")
-        if type(expected) is str and not matches_type(value, expected, True):
+        if type(expected) is str and not matches_type(value, expected, int_as_float=True):
             return (
                 f"parameter '{param}' expected {expected}, "
                 f"got {actual_type(value)} ({display(value)})"
@@ -551,7 +560,7 @@ class _ParamChecker:
                 f"parameter '{param}': field '{key}' expected dict or struct, got {type_name(item)}"
             )
         expected = schema.get("type")
-        if type(expected) is str and not matches_type(item, expected, True):
+        if type(expected) is str and not matches_type(item, expected, int_as_float=True):
             return (
                 f"parameter '{param}': field '{key}' expected {expected}, got {actual_type(item)}"
             )

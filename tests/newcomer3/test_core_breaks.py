@@ -76,10 +76,6 @@ def test_struct_constructor_works_as_iter_map_callback() -> None:
 # ------------------------------------------------------------------ typed parameters
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an `int` parameter accepts a float at run time (spec 3.11: only int-for-float)",
-)
 def test_int_parameter_rejects_float_at_run_time() -> None:
     # the static checker rejects f(1.5); a float that only shows up at run time slips through
     src = (
