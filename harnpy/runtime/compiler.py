@@ -2320,7 +2320,7 @@ def _list_spread_ev(items: list[tuple[bool, Ev]]) -> Ev:
                 elif type(v) is HSet:
                     out.extend(v.items)
                 elif type(v) is RangeValue:
-                    out.extend(v.py_range())
+                    out.extend(v.to_list("list spread"))
                 else:
                     raise runtime_error(f"cannot spread {type_name(v)} into a list (expected list)")
             else:

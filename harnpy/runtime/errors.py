@@ -7,7 +7,8 @@ Two exception roots keep user errors apart from interpreter bugs:
 * Any other Python exception escaping the evaluator is an internal bug; the CLI reports it as
   such (with a Python traceback only under ``HARNPY_DEBUG=1``).
 
-Diagnostic codes (style guide): E3xx are runtime errors, E4xx lifecycle errors.
+Diagnostic codes (style guide): E3xx are runtime errors, E4xx lifecycle errors. E323 is a
+value too large to build (:data:`MAX_BUILD_SIZE`, or the interpreter ran out of memory).
 """
 
 from __future__ import annotations
@@ -117,3 +118,19 @@ def type_error(msg: str) -> HarnRuntimeError:
 def plain_error(msg: str, code: str = "E300") -> HarnRuntimeError:
     """An error whose message has no prefix (``Division by zero``, ``Undefined variable: x``)."""
     return HarnRuntimeError(msg, code)
+
+
+#: The longest string (code points) or list (items) an operation that builds one from a
+#: count (``s * n``, ``s.repeat(n)``, ``pad_left``/``pad_right``, materialising a range) may
+#: produce. Larger requests fail with a catchable ``E323`` error before anything is allocated
+#: instead of exhausting memory.
+MAX_BUILD_SIZE = 100_000_000
+
+
+def too_large(what: str, size: int, unit: str = "items") -> HarnRuntimeError:
+    """The catchable ``E323`` error for a string or list that would exceed
+    :data:`MAX_BUILD_SIZE`: ``Runtime error: <what>: result too large (<size> <unit>, the
+    limit is 100000000)``."""
+    return runtime_error(
+        f"{what}: result too large ({size} {unit}, the limit is {MAX_BUILD_SIZE})", "E323"
+    )

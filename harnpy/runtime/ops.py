@@ -11,7 +11,13 @@ import math
 from typing import Any
 
 from harnpy.runtime.display import display
-from harnpy.runtime.errors import plain_error, runtime_error, type_error
+from harnpy.runtime.errors import (
+    MAX_BUILD_SIZE,
+    plain_error,
+    runtime_error,
+    too_large,
+    type_error,
+)
 from harnpy.runtime.values import (
     I64_MAX,
     I64_MIN,
@@ -215,14 +221,26 @@ def mul(a: Any, b: Any) -> Any:
     if _num(ta) and _num(tb):
         return a * b
     if ta is str and tb is int:
-        return a * b if b > 0 else ""
+        return repeat_str(a, b, "string * int")
     if ta is int and tb is str:
-        return b * a if a > 0 else ""
+        return repeat_str(b, a, "int * string")
     if ta is Duration and tb is int:
         return Duration(a.ms * b)
     if ta is int and tb is Duration:
         return Duration(a * b.ms)
     raise type_error(f"Cannot multiply {type_name(a)} and {type_name(b)}")
+
+
+def repeat_str(s: str, n: int, what: str) -> str:
+    """``s`` repeated ``n`` times (``""`` for ``n <= 0``); a result longer than
+    ``MAX_BUILD_SIZE`` code points is a catchable ``E323`` error naming ``what``, raised
+    before allocating."""
+    if n <= 0:
+        return ""
+    size = len(s) * n
+    if size > MAX_BUILD_SIZE:
+        raise too_large(what, size, "code points")
+    return s * n
 
 
 def div(a: Any, b: Any) -> Any:

@@ -262,6 +262,11 @@ class Thread:
                 # A builtin recursing over a pathologically nested value (display, ==).
                 deep = plain_error("Runtime error: value nested too deeply", "E322")
                 frame = self._unwind(frame, pc, deep)
+            except MemoryError:
+                # An allocation no size check foresaw (most are refused before allocating,
+                # see errors.MAX_BUILD_SIZE): a catchable error at the current instruction.
+                oom = plain_error("Runtime error: out of memory", "E323")
+                frame = self._unwind(frame, pc, oom)
             except HarnInterrupt as exc:
                 frame = self._unwind_interrupt(*self._interrupt_origin(frame, pc), exc)
             except KeyboardInterrupt:

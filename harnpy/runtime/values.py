@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from harnpy.runtime.errors import MAX_BUILD_SIZE, too_large
+
 if TYPE_CHECKING:
     from harnpy.runtime.code import CodeObject, Frame
 
@@ -197,9 +199,24 @@ class RangeValue:
         return self.length()
 
     def length(self) -> int:
-        """Number of ints in the range (may exceed ``sys.maxsize``, unlike ``len()``)."""
+        """Number of ints in the range, exact (may exceed ``sys.maxsize`` and the i64 range,
+        unlike ``len()``); Harn sees :meth:`len_i64`."""
         n = self.end - self.start + (1 if self.inclusive else 0)
         return n if n > 0 else 0
+
+    def len_i64(self) -> int:
+        """The Harn length (``len(r)``, ``r.len()``): the count saturated at i64 max, as
+        the reference does (``0 to 9223372036854775807`` has one int more than that)."""
+        n = self.length()
+        return n if n <= I64_MAX else I64_MAX
+
+    def to_list(self, what: str = "range") -> list[int]:
+        """The ints as a list; a range longer than ``MAX_BUILD_SIZE`` is a catchable
+        ``E323`` error (``what`` names the operation) raised before allocating."""
+        n = self.length()
+        if n > MAX_BUILD_SIZE:
+            raise too_large(what, n)
+        return list(self.py_range())
 
     def __repr__(self) -> str:
         return f"RangeValue({self.start}, {self.end}, {self.inclusive})"

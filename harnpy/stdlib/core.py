@@ -255,7 +255,7 @@ def len_(thread: Any, v: Any = None) -> int:
     if t is HSet:
         return len(v.items)
     if t is RangeValue:
-        return v.length()
+        return v.len_i64()
     if t is IterValue and v.memo is not None:
         from harnpy.stdlib.iters import force_sequence
 

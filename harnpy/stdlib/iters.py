@@ -379,7 +379,7 @@ def to_list(thread: Any, v: Any = None) -> Gen:
     if t is HSet:
         return list(v.items)
     if t is RangeValue:
-        return list(v.py_range())
+        return v.to_list()
     if t is IterValue:
         return (yield from pull_all(make_iter(v), thread))
     return [v]
@@ -399,8 +399,9 @@ def collection__iter(thread: Any, v: Any) -> IterValue:
 
 @method("range", aliases=("count",))
 def range__len(thread: Any, r: RangeValue) -> int:
-    """``r.len()`` / ``r.count()``: number of ints in the range (O(1))."""
-    return r.length()
+    """``r.len()`` / ``r.count()``: number of ints in the range (O(1); saturates at the
+    largest int)."""
+    return r.len_i64()
 
 
 @method("range")
@@ -431,8 +432,8 @@ def range__contains(thread: Any, r: RangeValue, n: Any = None) -> bool:
 
 @method("range")
 def range__to_list(thread: Any, r: RangeValue) -> list[int]:
-    """``r.to_list()``: the ints as a list."""
-    return list(r.py_range())
+    """``r.to_list()``: the ints as a list (at most ``MAX_BUILD_SIZE``, else E323)."""
+    return r.to_list("range.to_list")
 
 
 @method("range")
@@ -459,7 +460,7 @@ def range__max(thread: Any, r: RangeValue) -> int | None:
 @method("range")
 def range__to_set(thread: Any, r: RangeValue) -> HSet:
     """``r.to_set()``: the ints as a set."""
-    return HSet.from_unique(list(r.py_range()))
+    return HSet.from_unique(r.to_list("range.to_set"))
 
 
 # ---------------------------------------------------------- combinators (iter and range)

@@ -419,7 +419,7 @@ def _as_items(v: Any) -> list[Any] | None:
     if t is HSet:
         return v.items
     if t is RangeValue:
-        return list(v.py_range())
+        return v.to_list()
     return None
 
 

@@ -80,7 +80,7 @@ def set_(thread: Any, *args: Any) -> HSet:
         elif t is HSet:
             items.extend(a.items)
         elif t is RangeValue:
-            items.extend(a.py_range())
+            items.extend(a.to_list("set"))
         else:
             items.append(a)
     return make_set(items)

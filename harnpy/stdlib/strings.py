@@ -15,8 +15,8 @@ import unicodedata
 from typing import Any
 
 from harnpy.runtime.display import display
-from harnpy.runtime.errors import HarnThrow
-from harnpy.runtime.ops import values_equal
+from harnpy.runtime.errors import MAX_BUILD_SIZE, HarnThrow, too_large
+from harnpy.runtime.ops import repeat_str, values_equal
 from harnpy.stdlib._common import as_int
 from harnpy.stdlib.registry import builtin, method
 
@@ -460,13 +460,22 @@ def string__char_at(thread: Any, s: str, i: Any = None) -> str | None:
 def string__repeat(thread: Any, s: str, n: Any = None) -> str:
     """``s.repeat(n)``: ``s`` repeated ``n`` times (default 1; ``n <= 0`` gives ``""``)."""
     count = 1 if n is None else (as_int(n, 0) or 0)
-    return s * count if count > 0 else ""
+    return repeat_str(s, count, "string.repeat")
 
 
 @method("string")
 def string__reverse(thread: Any, s: str) -> str:
     """``s.reverse()``: code points in reverse order."""
     return s[::-1]
+
+
+def _pad_width(width: Any, what: str) -> int:
+    """The target width of ``pad_left``/``pad_right``; wider than ``MAX_BUILD_SIZE`` is a
+    catchable ``E323`` error."""
+    w = as_int(width, 0) or 0
+    if w > MAX_BUILD_SIZE:
+        raise too_large(what, w, "code points")
+    return w
 
 
 def _pad_char(ch: Any) -> str:
@@ -480,7 +489,7 @@ def _pad_char(ch: Any) -> str:
 def string__pad_left(thread: Any, s: str, width: Any = None, ch: Any = None) -> str:
     """``s.pad_left(w, ch?)``: left-padded with the first char of ``ch`` (default space)
     to ``w`` code points."""
-    missing = (as_int(width, 0) or 0) - len(s)
+    missing = _pad_width(width, "string.pad_left") - len(s)
     return _pad_char(ch) * missing + s if missing > 0 else s
 
 
@@ -488,5 +497,5 @@ def string__pad_left(thread: Any, s: str, width: Any = None, ch: Any = None) -> 
 def string__pad_right(thread: Any, s: str, width: Any = None, ch: Any = None) -> str:
     """``s.pad_right(w, ch?)``: right-padded with the first char of ``ch`` (default space)
     to ``w`` code points."""
-    missing = (as_int(width, 0) or 0) - len(s)
+    missing = _pad_width(width, "string.pad_right") - len(s)
     return s + _pad_char(ch) * missing if missing > 0 else s

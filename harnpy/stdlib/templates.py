@@ -725,7 +725,7 @@ class _Renderer:
             d = v.fields if t is StructValue else v
             items = [(key, d[key]) for key in sorted(d)]
         elif t is RangeValue:
-            items = list(enumerate(v.py_range()))
+            items = list(enumerate(v.to_list("template for loop")))
         else:
             raise TemplateError(
                 n.line,
