@@ -573,13 +573,18 @@ def _find_decl(tree: A.Module, name: str) -> Any:
 
 
 def doc_comment(source: str, node: Any) -> str:
-    """The ``///`` doc comment lines right above a declaration (without the slashes)."""
+    """The doc comment right above a declaration (spec 1.2), without its markers: the
+    ``///`` lines, or a ``/** ... */`` block (leading ``*`` of its lines dropped)."""
     lines = source.split("\n")
     i = node.span.line - 2
+    while i >= 0 and lines[i].strip().startswith("@"):
+        i -= 1  # attributes between the comment and the declaration
+    if i >= 0 and lines[i].rstrip().endswith("*/"):
+        return _block_doc_comment(lines[: i + 1])
     out: list[str] = []
     while i >= 0:
         text = lines[i].strip()
-        if text.startswith("@"):  # attributes between the comment and the declaration
+        if text.startswith("@"):
             i -= 1
             continue
         if not text.startswith("///") or text.startswith("////"):
@@ -587,6 +592,47 @@ def doc_comment(source: str, node: Any) -> str:
         out.append(text[3:].strip())
         i -= 1
     return "\n".join(reversed(out))
+
+
+def _block_doc_comment(lines: list[str]) -> str:
+    """The text of the ``/** ... */`` comment ending ``lines`` ("" when that block comment is
+    not a doc comment: ``/* */``, ``/***``, ``/**/``, or code before it on its line)."""
+    text = "\n".join(lines).rstrip()
+    depth = 0
+    i = len(text)
+    start = -1
+    while i >= 2:  # find the opener, block comments nest (spec 1.2)
+        pair = text[i - 2 : i]
+        if pair == "*/":
+            depth += 1
+            i -= 2
+        elif pair == "/*":
+            depth -= 1
+            i -= 2
+            if depth == 0:
+                start = i
+                break
+        else:
+            i -= 1
+    if start < 0:
+        return ""
+    body = text[start:]
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[line_start:start].strip() or not body.startswith("/**"):
+        return ""
+    if body.startswith("/***") or body == "/**/":
+        return ""
+    out: list[str] = []
+    for raw in body[3:-2].split("\n"):
+        s = raw.strip()
+        if s.startswith("*"):
+            s = s[1:].strip()
+        out.append(s)
+    while out and not out[0]:
+        out.pop(0)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out)
 
 
 def _entry_number(key: str) -> int | None:

@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from harnpy.runtime.runtime import Runtime
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -159,7 +157,6 @@ def test_conformance_runner_handles_exit_builtin(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ REPL
 
 
-@pytest.mark.xfail(strict=True, reason=":doc ignores /** ... */ doc comments (spec 1.2)")
 def test_repl_doc_shows_block_doc_comment(tmp_path: Path) -> None:
     f = tmp_path / "d.harn"
     f.write_text("/** Triples a number. */\nfn tri(x) { return x * 3 }\n")
