@@ -300,8 +300,8 @@ def _clean_doc(doc: str) -> str:
 
 def doc_text(session: Session, name: str) -> str | None:
     """``:doc NAME``: a builtin's docstring (``NAME`` or ``type.method``), or the signature
-    and ``///`` comment of a function, struct or enum defined in the session or imported.
-    None when nothing is known by that name."""
+    and ``///`` or ``/** */`` doc comment of a function, struct or enum defined in the
+    session or imported. None when nothing is known by that name."""
     from harnpy.runtime.values import Builtin, Closure
     from harnpy.stdlib.registry import BUILTINS, METHODS
 
@@ -319,7 +319,11 @@ def doc_text(session: Session, name: str) -> str | None:
             head = _signature(node)
             where = getattr(mod, "key", mod.path)
             text = doc_comment(mod.source, node)
-            body = _indent(text) if text else "  (no /// doc comment)"
+            body = (
+                _indent(text)
+                if text
+                else "  (no doc comment: write /// lines or a /** ... */ block above it)"
+            )
             return f"{head}  (defined in {where})\n{body}"
     b = BUILTINS.get(name)
     if b is None and type(value) is Builtin:

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Generator as PyGenerator
 from typing import Any
 
-from harnpy.runtime.errors import SnapshotExit, plain_error, runtime_error
+from harnpy.runtime.errors import (
+    MAX_BUILD_SIZE,
+    SnapshotExit,
+    plain_error,
+    runtime_error,
+    too_large,
+)
 from harnpy.runtime.scheduler import Block, Waker
 from harnpy.runtime.values import (
     CallRequest,
@@ -71,11 +77,13 @@ def _parallel_items(thread: Any, mode: str, value: Any) -> PyGenerator[Any, Any,
     if mode.startswith("count"):
         if type(value) is not int:
             raise runtime_error(f"parallel count must be an int, got {type_name(value)}")
+        if value > MAX_BUILD_SIZE:
+            raise too_large("parallel", value)
         return list(range(value))
     if type(value) is list:
         return list(value)
     if type(value) is RangeValue:
-        return list(value.py_range())
+        return value.to_list("parallel")
     from harnpy.runtime.values import Generator, IterValue
     from harnpy.stdlib.iters import make_iter, pull_all
 

@@ -146,10 +146,11 @@ def snapshot_status(path: str | None) -> str | None:
 
 
 def is_callable(v: Any) -> bool:
-    """Whether ``v`` is a Harn closure or builtin (a handler, predicate or factory)."""
-    from harnpy.runtime.values import Builtin, Closure
+    """Whether ``v`` can be called as a handler, predicate or factory: the same values every
+    callback builtin accepts (:func:`harnpy.stdlib._common.is_callable`)."""
+    from harnpy.stdlib._common import is_callable as callable_value
 
-    return type(v) is Closure or type(v) is Builtin
+    return callable_value(v)
 
 
 def callable_name(v: Any) -> str:
