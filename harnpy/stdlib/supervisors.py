@@ -194,6 +194,10 @@ class Supervisor:
         self.shutdown_ms = shutdown
         self.status = "running"
         self.stop_requested = False
+        #: True while :meth:`spawn_child` launches a task: a child that ends inside its own
+        #: launch (a builtin task) has its restart put on the scheduler, not started from
+        #: within the launch (which would recurse without end under ``restart: "always"``).
+        self.launching = False
         self.children: list[_Child] = []
         self.events: list[dict[str, Any]] = []
         self.counts = dict.fromkeys(
@@ -272,15 +276,19 @@ class Supervisor:
         }
         gen = c.generation
         c.run = None
-        run = launch(
-            self.base,
-            c.task,
-            [arg],
-            name=f"supervisor {self.id}:{c.name}",
-            ctx=ctx,
-            token=token,
-            on_done=lambda r: self.child_exited(index, gen, r),
-        )
+        outer, self.launching = self.launching, True
+        try:
+            run = launch(
+                self.base,
+                c.task,
+                [arg],
+                name=f"supervisor {self.id}:{c.name}",
+                ctx=ctx,
+                token=token,
+                on_done=lambda r: self.child_exited(index, gen, r),
+            )
+        finally:
+            self.launching = outer
         if not run.done:
             c.run = run
 
@@ -343,7 +351,7 @@ class Supervisor:
             if p is not None:
                 plan.append(p)
         for idx, delay, gen in plan:
-            if delay == 0:
+            if delay == 0 and not self.launching:
                 self.spawn_child(idx, True)
             else:
                 self._schedule_restart(idx, gen, delay)

@@ -114,3 +114,19 @@ def test_a_propagated_restart_does_not_stop_an_ended_sibling_twice() -> None:
         "child_restart_started",
         "child_stopped",
     ]
+
+
+def test_a_builtin_child_restarted_always_does_not_recurse_and_yields_to_the_program() -> None:
+    # A builtin task ends inside its own launch; its restarts go through the scheduler, so
+    # the program keeps running between them and the stop ends them.
+    # Real time here: under mock_time a zero-backoff restart loop never lets the clock move.
+    out: list[str] = []
+    session = Session(stdout=out.append, stderr=out.append, handle_sigint=False)
+    res = session.eval(
+        'let sup = supervisor_start({children: [{name: "b", restart: "always", task: to_string}]})\n'
+        "sleep(5ms)\n"
+        "let during = supervisor_state(sup)\n"
+        "let st = supervisor_stop(sup, 50ms)\n"
+        "[during.status, during.children[0].restart_count > 3, st.status]\n"
+    ).value
+    assert res == ["running", True, "stopped"]
