@@ -295,10 +295,9 @@ def power(a: Any, b: Any) -> Any:
 
     ta = type(a)
     tb = type(b)
-    if ta is int and tb is int:
-        if b >= 0:
-            return wrap_i64(pow(a, b, 2**64)) if b > 64 or abs(a) > 1 else wrap_i64(a**b)
-        return float(a) ** b
+    if ta is int and tb is int and b >= 0:
+        return wrap_i64(pow(a, b, 2**64)) if b > 64 or abs(a) > 1 else wrap_i64(a**b)
+    # int ** negative int is a float like any float power (`0 ** -1` is inf, as `0.0 ** -1`)
     if _num(ta) and _num(tb):
         try:
             r = float(a) ** b

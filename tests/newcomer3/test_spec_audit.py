@@ -32,11 +32,6 @@ def run_error(source: str) -> str:
 # ------------------------------------------------------------------ 3.6 arithmetic
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="spec §3.6: `0 ** -1` (int ** negative int) crashes with a Python ZeroDivisionError "
-    "instead of giving the float inf",
-)
 def test_zero_to_negative_int_power_is_float_inf() -> None:
     # int ** negative int -> float; 0.0 ** -1 and pow(0, -1) already give inf
     assert run("fn id(x) { return x }\nprintln(id(0) ** id(-1))\nprintln(0 ** -2)\n") == (
