@@ -1,8 +1,9 @@
 """``harnpy repl``: the interactive Harn REPL (a harnpy extension of lifecycle.md 9.2).
 
 One live :class:`~harnpy.runtime.session.Session` runs every entry once, incrementally;
-an expression's value is echoed with the display rules (``println`` format), ``nil`` is
-not echoed. Errors are rendered like ``harnpy run`` renders them and never end the
+an expression's value is echoed with the display rules (``println`` format) and bound to
+the next of ``_1``, ``_2``, ... (lifecycle.md 9.2); ``nil`` is not echoed. The terminal
+front end opens with ``Harn REPL v<version>`` and says ``Goodbye!`` on Ctrl-D. Errors are rendered like ``harnpy run`` renders them and never end the
 session.
 
 Two front ends share :class:`ReplCore` (entry splitting, ``:commands``, echo, errors):
@@ -42,7 +43,8 @@ PROMPT = "harn> "
 CONTINUATION = "  ... "
 
 HELP = """\
-Enter Harn statements or expressions; an expression's value is printed (nil is not).
+Enter Harn statements or expressions; an expression's value is printed (nil is not)
+and bound to the next of _1, _2, ... so later entries can use it.
 An entry continues over several lines while brackets or a triple-quoted string are open
 or a line ends with an operator; an empty line ends it. Alt-Enter submits as it is.
 
@@ -770,6 +772,7 @@ class ReplCore:
             self.end_line()
             self.say(show(result.value))
         elif result.show:
+            self.session.bind_result(result.value)
             self.end_line()
             self.say(self.colors.value(display(result.value)))
         return True
@@ -1190,9 +1193,10 @@ def run_interactive(
     if banner:
         from harnpy import __version__
 
+        core.say(f"Harn REPL v{__version__} (harnpy)")
         core.say(
-            f"harnpy {__version__} Harn REPL. Type :help for commands; Ctrl-D on an empty "
-            "line exits."
+            "Enter expressions or statements; :help lists the commands. Ctrl-C discards an "
+            "entry, Ctrl-D exits."
         )
     while True:
         core.end_line()
@@ -1204,6 +1208,8 @@ def run_interactive(
         except KeyboardInterrupt:
             continue
         except EOFError:
+            if banner:
+                core.say("Goodbye!")
             break
         core.last_char = "\n"
         try:

@@ -300,6 +300,16 @@ class Session:
         value = self.run_code(mod.init_code)
         return EvalResult(value, value is not None)
 
+    def bind_result(self, value: Any) -> str:
+        """Bind an echoed entry value to the next free ``_N`` (``_1``, ``_2``, ...; lifecycle.md
+        9.2) as a top-level ``let``; returns the name. The number follows the highest ``_N``
+        bound so far, so a session brought back by :meth:`restore` goes on counting."""
+        taken = [int(n[1:]) for n in self.globals if n[:1] == "_" and n[1:].isdigit()]
+        name = f"_{max(taken, default=0) + 1}"
+        self.globals[name] = value
+        self.global_kinds[name] = "let"
+        return name
+
     def load_file(self, path: str) -> EvalResult:
         """Run a file in the session (``:load``): like an entry whose text is the file's.
 

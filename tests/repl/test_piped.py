@@ -147,3 +147,14 @@ def test_run_never_imports_prompt_toolkit() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["2", "[]"]
+
+
+def test_echoed_values_are_bound_to_underscore_numbers(tmp_path: Path) -> None:
+    # lifecycle.md 9.2: results are addressable as _1, _2, ...; nil results take no number
+    p = repl('40 + 2\nprintln("side")\n_1 + 1\n[_1, _2]\n:save s.json\n', cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[:4] == ["42", "side", "43", "[42, 43]"]
+    # a restored session goes on counting after the highest number it holds
+    p = repl(":restore s.json\nlen(_3)\n_4 + 1\n", "--strict", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[1:] == ["2", "3"]
