@@ -408,7 +408,7 @@ def get_property(obj: Any, name: str) -> Any:
     if t is StructValue:
         return obj.fields.get(name)
     if t is list:
-        if name == "count" or name == "length":
+        if name == "count":
             return len(obj)
         if name == "empty":
             return not obj
@@ -418,7 +418,7 @@ def get_property(obj: Any, name: str) -> Any:
             return obj[-1] if obj else None
         return None
     if t is str:
-        if name == "count" or name == "length":
+        if name == "count":
             return len(obj)
         if name == "empty":
             return not obj
@@ -435,22 +435,7 @@ def get_property(obj: Any, name: str) -> Any:
         if name == "second":
             return obj.second
         raise type_error(f"cannot access property `{name}` on pair")
-    if t is HSet:
-        if name == "count" or name == "length":
-            return len(obj.items)
-        if name == "empty":
-            return not obj.items
-        return None
-    if t is RangeValue:
-        if name in ("start", "end"):
-            return getattr(obj, name)
-        if name == "inclusive":
-            return obj.inclusive
-        return None
-    if t is Duration:
-        if name == "ms":
-            return obj.ms
-        return None
+    # sets, ranges and durations have no properties (spec 3.7): use len(), duration_to_ms()
     from harnpy.runtime.values import Generator, TaskHandle
 
     if t is Generator and name == "done":

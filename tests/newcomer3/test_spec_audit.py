@@ -42,20 +42,10 @@ def test_zero_to_negative_int_power_is_float_inf() -> None:
 # ------------------------------------------------------------------ 3.7 indexing / properties
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="spec §3.7: `.length` on a list/string returns the length; only count/empty/first/last "
-    "(list) and count/empty (string) are properties, others are nil",
-)
 def test_length_is_not_a_list_or_string_property() -> None:
     assert run('println([[1, 2].length, "abc".length])\n') == "[nil, nil]\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="spec §3.7: property access on a set/range/duration returns nil instead of "
-    "`Type error: cannot access property `name` on T`",
-)
 @pytest.mark.parametrize(
     ("expr", "kind"),
     [("set(1, 2)", "set"), ("(1 to 3)", "range"), ("5s", "duration")],
