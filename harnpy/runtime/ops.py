@@ -377,11 +377,7 @@ def index(obj: Any, key: Any) -> Any:
         if -n <= key < n:
             return obj.py_range()[key]
         raise runtime_error(f"range index out of range: index {key} for range of length {n}")
-    if t is StructValue:
-        return obj.fields.get(dict_key(key))
-    if t is bytes and type(key) is int:
-        n = len(obj)
-        return obj[key] if -n <= key < n else None
+    # structs and bytes are not subscriptable either (spec 3.7): `p.x`, `bytes_to_string`
     if obj is None:
         raise type_error(f"cannot index into nil with {type_name(key)}")
     raise type_error(f"cannot index into {type_name(obj)} with {type_name(key)}")

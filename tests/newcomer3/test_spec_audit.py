@@ -55,11 +55,6 @@ def test_property_on_set_range_duration_is_a_type_error(expr: str, kind: str) ->
     assert msg.startswith(f"Type error: cannot access property `name` on {kind}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="spec §3.7: subscripting a struct or bytes value works instead of "
-    "`Type error: cannot index into T with U`",
-)
 @pytest.mark.parametrize(
     ("setup", "expr", "message"),
     [
