@@ -53,6 +53,7 @@ MEMBERS: dict[str, dict[str, str]] = {
         "sub_agent_run": "sub_agent_run",
         "wait_agent": "wait_agent",
         "send_input": "send_input",
+        "worker_trigger": "worker_trigger",
         "list_agents": "list_agents",
         "close_agent": "close_agent",
         "suspend_agent": "suspend_agent",

@@ -3,7 +3,9 @@
 State machine (1.1, 1.2): ``running`` -> ``suspended`` (``suspend_agent``, a model-issued
 ``agent_await_resumption``, a daemon idling without a wake source, an ``InterruptAndSuspend``
 broadcast) -> ``running`` (``resume_agent``, ``subagent_resume``, a trigger, a timeout) or
-``cancelled`` (``close_agent``); ``running`` -> ``completed`` / ``failed``. Invalid
+``cancelled`` (``close_agent``); ``running`` -> ``completed`` / ``failed``, or ``awaiting``
+for a retriggerable worker (not suspended: ``resume_agent`` refuses it with ``-003``,
+``worker_trigger`` / ``send_input`` restart it; see :mod:`harnpy.lifecycle.workers`). Invalid
 transitions raise the catalog's codes (1.3, 1.4): ``HARN-SUS-001`` suspend of a worker that
 is not running, ``-003`` resume of one that is not suspended, ``-004`` unreadable snapshot,
 ``-006`` a concurrent resume lost the race, ``-009`` blank resume input, ``-010`` resume of a
@@ -744,9 +746,10 @@ def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
     """Bring a ``suspended`` record up to date when another process took its park over
     (``harnpy run --resume``, ``harnpy workers resume``, ``load_agent`` elsewhere): its
     snapshot file then shows another status or another park. The record takes the file's
-    outcome — ``completed`` / ``failed`` / ``cancelled`` / ``interrupted`` with the result
-    and error, or ``suspended`` at the new park (this process can then resume it cold from
-    the file) — its parked thread (if any) is dropped and its in-process wait cancelled. A
+    outcome — ``completed`` / ``failed`` / ``cancelled`` / ``interrupted``, or ``awaiting``
+    (a retriggerable worker that ended a cycle there), with the result and error, or
+    ``suspended`` at the new park (this process can then resume it cold from the file) —
+    its parked thread (if any) is dropped and its in-process wait cancelled. A
     file that says ``running`` (a resume in progress elsewhere) changes nothing: a resume
     here gets ``HARN-SUS-006``. Cheap when nothing changed (the file's size and mtime are
     remembered)."""
@@ -772,7 +775,15 @@ def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
     park = doc.get("park_id")
     if status == "running" or (status == "suspended" and park == getattr(rec, "park_id", None)):
         return
-    if status not in ("suspended", "completed", "failed", "cancelled", "interrupted", "stopped"):
+    if status not in (
+        "suspended",
+        "awaiting",
+        "completed",
+        "failed",
+        "cancelled",
+        "interrupted",
+        "stopped",
+    ):
         return
     owner = doc.get("owner")
     if (
@@ -802,6 +813,7 @@ def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
         rec.suspension = None
         rec.error = doc.get("latest_error", doc.get("error"))
         rec.finished_at = doc.get("finished_at")
+        rec.awaiting_started_at = doc.get("awaiting_started_at")
         if doc.get("harnpy_encoding") == "json" and doc.get("transcript") is not None:
             rec.transcript = doc["transcript"]
     rec.settle()

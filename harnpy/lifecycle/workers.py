@@ -6,21 +6,26 @@ Harn values), plus a :class:`WorkerRecord` in the runtime's registry
 (``services(runtime).workers``) holding the metadata the spec's WorkerSummary shows.
 
 Builtins: ``spawn_agent(config)``, ``sub_agent_run(task, options?)``, ``wait_agent(h |
-[h])``, ``send_input(h, task)``, ``list_agents()``, ``close_agent(h)``,
-``agent_lifecycle_tools(registry?, options?)``, ``worker_events()``; each also accepts a
-leading Harness argument. ``h`` is a summary dict, a worker id or a worker snapshot path.
+[h])``, ``send_input(h, task)``, ``worker_trigger(h, payload)``, ``list_agents()``,
+``close_agent(h)``, ``agent_lifecycle_tools(registry?, options?)``, ``worker_events()``;
+each also accepts a leading Harness argument. ``h`` is a summary dict, a worker id or a
+worker snapshot path.
 
-Statuses (1.1): ``running`` -> ``completed`` | ``failed`` | ``cancelled``, and ``suspended``
-when the loop parks (model-issued ``agent_await_resumption``, T3). Worker events (12) go to
-``services(runtime).worker_events`` and to every callable in ``event_listeners`` (the hook
-machinery subscribes there).
+Statuses (1.1): ``running`` -> ``completed`` | ``failed`` | ``cancelled``, ``suspended``
+when the loop parks (model-issued ``agent_await_resumption``, T3), and ``awaiting`` when a
+retriggerable worker (``carry: {retriggerable: true}``) ends a cycle (T8; not terminal:
+``worker_trigger`` (T13) or ``send_input`` (T12) start the next cycle, ``close_agent``
+cancels it). Worker events (12) go to ``services(runtime).worker_events`` and to every
+callable in ``event_listeners`` (the hook machinery subscribes there).
 
 Parking blocks the worker's thread inside the control builtin ``__agent_park`` with its
 waker kept on the record (``park_waker``); suspending, resuming, snapshots and auto-resume
 waits are :mod:`harnpy.lifecycle.suspend`'s (:func:`resume_parked` is the bare warm-resume
 delivery, kept for tests). A worker is *busy* while it runs, and also while it is
 ``suspended`` by ``suspend_agent`` but has not reached its turn boundary yet (lifecycle.md
-13 Q20): ``wait_agent`` returns once it is not busy.
+13 Q20): ``wait_agent`` returns once it is not busy — so also at ``awaiting`` (harnpy
+decision; lifecycle.md 2.6 has the reference keep waiting through ``awaiting``, which in a
+cooperative scheduler blocks forever unless another thread triggers the worker).
 """
 
 from __future__ import annotations
@@ -280,12 +285,19 @@ def start(thread: Any, rec: WorkerRecord, state: dict[str, Any]) -> None:
 def finished(
     runtime: Any, rec: WorkerRecord, th: Any, result: Any, error: HarnError | None
 ) -> None:
-    """The worker's thread ended: record the outcome (T7/T9), emit the event, wake waiters."""
+    """The worker's thread ended: record the outcome, emit the event, wake waiters.
+
+    T7 ``completed`` (``WorkerCompleted``, ``finished_at`` set); T8 ``awaiting`` when
+    ``carry.retriggerable`` (``WorkerWaitingForInput``, status string ``awaiting_input``;
+    ``awaiting_started_at`` set, ``finished_at`` nil; the cycle's result is kept for the
+    next ``worker_trigger``); T9 ``failed`` (``WorkerFailed``, also for a retriggerable
+    worker). The final metadata is persisted either way (``carry.persist_state``)."""
     if rec.thread is not th or rec.status == "cancelled":
         return
     rec.thread = None
     rec.park_waker = None
     rec.suspension = None
+    rec.awaiting_started_at = None
     rec.finished_at = now_rfc3339(runtime)
     if error is not None:
         rec.status = "failed"
@@ -314,6 +326,11 @@ def finished(
                 else f"agent loop ended with {loop.get('status')}"
             )
             emit(runtime, rec, "WorkerFailed", error=rec.error)
+        elif rec.carry.get("retriggerable"):
+            rec.status = "awaiting"
+            rec.awaiting_started_at = rec.finished_at
+            rec.finished_at = None
+            emit(runtime, rec, "WorkerWaitingForInput")
         else:
             rec.status = "completed"
             emit(runtime, rec, "WorkerCompleted")
@@ -652,8 +669,17 @@ def _not_self(thread: Any, rec: WorkerRecord) -> None:
 @builtin("wait_agent", aliases=("__wait_agent",), control=True)
 def wait_agent(thread: Any, *args: Any) -> Any:
     """``wait_agent(h | [h])`` (2.6): block until the worker is no longer running (nor
-    mid-turn with a pending suspend, 13 Q20) and return its summary (a list gives the summaries in input order). The first wait on a
-    worker whose task raised re-raises that error."""
+    mid-turn with a pending suspend, 13 Q20) and return its summary (a list gives the
+    summaries in input order). It returns at ``suspended``, ``completed``, ``failed``,
+    ``cancelled``, ``interrupted`` and — unlike the reference, which keeps blocking there —
+    ``awaiting`` (a retriggerable worker between cycles; ``worker_trigger`` it and wait
+    again for the next cycle). The first wait on a worker whose task raised re-raises that
+    error.
+
+    Raises:
+        HarnRuntimeError: ``wait_agent: worker <id> cannot wait for itself``, the handle
+            errors of :func:`resolve`, or the worker's own error (see above).
+    """
     require_instruction_call(thread, "wait_agent")
     args = strip_harness(args)
     h = arg(args, 0)
@@ -698,13 +724,21 @@ def wait_agent(thread: Any, *args: Any) -> Any:
 
 @builtin("send_input", aliases=("__send_input",))
 def send_input(thread: Any, *args: Any) -> dict[str, Any]:
-    """``send_input(h, task)`` (2.7, T12): restart a settled worker with new task text,
-    continuing its transcript per ``carry.transcript_mode`` (inherit/fork: keep, reset:
-    start fresh, compact: keep a digest). Errors: ``send_input: requires worker handle and
-    task text``, ``send_input: task text must not be empty``, ``send_input: worker <id> is
-    still running``; suspended workers must be resumed with ``resume_agent``."""
-    from harnpy.lifecycle.transcript import digest, new_transcript
+    """``send_input(h, task)`` (lifecycle.md 2.7, T12): restart a settled worker
+    (``completed``, ``awaiting``, ``failed``, ``cancelled``, ``interrupted``...) with new task
+    text; returns its summary (``status: "running"``, ``result`` and ``error`` cleared).
 
+    The transcript carries over per ``carry.transcript_mode`` (inherit/fork: keep, reset:
+    start fresh, compact: keep a digest); the task is appended to ``history``; the snapshot
+    is written (``carry.persist_state``); ``WorkerSpawned`` is emitted. Also
+    ``send_input(harness, h, task)``.
+
+    Raises:
+        HarnRuntimeError: ``send_input: requires worker handle and task text``,
+            ``send_input: task text must not be empty``, ``send_input: worker <id> is still
+            running``, ``send_input: worker <id> is suspended; resume it with
+            resume_agent`` (13 Q6), and the handle errors of :func:`resolve`.
+    """
     args = strip_harness(args)
     if len(args) < 2:
         raise lifecycle_error("send_input: requires worker handle and task text")
@@ -719,6 +753,75 @@ def send_input(thread: Any, *args: Any) -> dict[str, Any]:
         raise lifecycle_error(
             f"send_input: worker {rec.id} is suspended; resume it with resume_agent"
         )
+    _restart(thread, rec, text, keep_result=False, where="send_input")
+    emit(rt, rec, "WorkerSpawned")
+    return rec.summary()
+
+
+def trigger_payload_text(payload: Any) -> str:
+    """The task text of a ``worker_trigger`` payload (2.8): a string as is, any other value
+    as compact JSON (keys sorted; values JSON cannot hold as in ``json_stringify``)."""
+    if type(payload) is str:
+        return payload
+    from harnpy.stdlib.jsonlib import dumps
+
+    try:
+        return dumps(payload)
+    except (HarnError, TypeError, ValueError):
+        return display(payload)
+
+
+@builtin("worker_trigger", aliases=("__worker_trigger",))
+def worker_trigger(thread: Any, *args: Any) -> dict[str, Any]:
+    """``worker_trigger(h, payload)`` (lifecycle.md 2.8, T13): start the next cycle of a
+    retriggerable worker (``carry: {retriggerable: true}``) that is ``awaiting``; returns its
+    summary (``status: "running"``). Also ``worker_trigger(harness, h, payload)``.
+
+    ``payload`` becomes the task text (:func:`trigger_payload_text`: strings as is, other
+    values as JSON), appended to ``history``; the transcript carries over per
+    ``carry.transcript_mode`` as for ``send_input``; the previous cycle's ``result`` is
+    kept until this cycle ends. Events: ``WorkerProgressed`` (status string
+    ``progressed``) then ``WorkerSpawned`` (``running``); the snapshot is written
+    (``carry.persist_state``).
+
+    Raises:
+        HarnRuntimeError: ``worker_trigger: requires worker handle and payload``,
+            ``worker_trigger: payload must not be empty`` (nil, or blank text),
+            ``worker_trigger: worker <id> is not retriggerable``, ``worker_trigger: worker
+            <id> is still running``, ``worker_trigger: worker <id> is not awaiting
+            (status=<s>)``, and the handle errors of :func:`resolve`.
+    """
+    args = strip_harness(args)
+    if len(args) < 2:
+        raise lifecycle_error("worker_trigger: requires worker handle and payload")
+    rt = thread.runtime
+    rec = resolve(rt, args[0], "worker_trigger")
+    text = "" if args[1] is None else trigger_payload_text(args[1])
+    if not text.strip():
+        raise lifecycle_error("worker_trigger: payload must not be empty")
+    if not rec.carry.get("retriggerable"):
+        raise lifecycle_error(f"worker_trigger: worker {rec.id} is not retriggerable")
+    if rec.status == "running":
+        raise lifecycle_error(f"worker_trigger: worker {rec.id} is still running")
+    if rec.status != "awaiting":
+        raise lifecycle_error(
+            f"worker_trigger: worker {rec.id} is not awaiting (status={rec.status})"
+        )
+    _restart(thread, rec, text, keep_result=True, where="worker_trigger")
+    emit(rt, rec, "WorkerProgressed")
+    emit(rt, rec, "WorkerSpawned")
+    return rec.summary()
+
+
+def _restart(thread: Any, rec: WorkerRecord, text: str, *, keep_result: bool, where: str) -> None:
+    """Start a new run of a settled worker with task ``text`` (T12 / T13): carry policy for
+    the transcript, ``history``, status ``running``, new ``started_at``, cleared
+    ``finished_at`` / ``awaiting_started_at`` / ``error`` (and ``result`` unless
+    ``keep_result``), snapshot written (``carry.persist_state``), loop thread started."""
+    from harnpy.lifecycle.suspend import on_spawned
+    from harnpy.lifecycle.transcript import digest, new_transcript
+
+    rt = thread.runtime
     spec = rec.config.get("spec") or {}
     mode = rec.carry.get("transcript_mode", "inherit")
     transcript = rec.transcript
@@ -728,15 +831,6 @@ def send_input(thread: Any, *args: Any) -> dict[str, Any]:
         transcript = new_transcript(
             messages=[{"role": "user", "content": "Earlier work: " + digest(transcript)}]
         )
-    rec.task = text
-    rec.history.append(text)
-    rec.status = "running"
-    rec.started_at = now_rfc3339(rt)
-    rec.finished_at = None
-    rec.awaiting_started_at = None
-    rec.error = None
-    rec.result = None
-    rec.pending_error = None
     state = new_state(
         rt,
         text,
@@ -744,17 +838,26 @@ def send_input(thread: Any, *args: Any) -> dict[str, Any]:
         {**(spec.get("options") or {}), "session_id": rec.session_id},
         worker_id=rec.id,
         transcript=transcript,
-        where="send_input",
+        where=where,
     )
+    rec.task = text
+    rec.history.append(text)
+    rec.status = "running"
+    rec.started_at = now_rfc3339(rt)
+    rec.finished_at = None
+    rec.awaiting_started_at = None
+    rec.error = None
+    if not keep_result:
+        rec.result = None
+    rec.pending_error = None
+    on_spawned(rt, rec)
     start(thread, rec, state)
-    emit(rt, rec, "WorkerSpawned")
-    return rec.summary()
 
 
 @builtin("list_agents", aliases=("__list_agents",))
 def list_agents(thread: Any, *args: Any) -> list[dict[str, Any]]:
     """``list_agents()`` (2.9): the summaries of every worker of this run, by id (creation
-    order), terminal and suspended ones included."""
+    order), terminal, ``suspended`` and ``awaiting`` ones included."""
     from harnpy.lifecycle.suspend import refresh_from_disk
 
     workers = services(thread.runtime).workers
@@ -766,10 +869,16 @@ def list_agents(thread: Any, *args: Any) -> list[dict[str, Any]]:
 @builtin("close_agent", aliases=("__close_agent",))
 def close_agent(thread: Any, *args: Any) -> dict[str, Any]:
     """``close_agent(h)`` (2.5, T11): stop the worker (its thread never runs again, a late
-        model answer is dropped), drop its suspension, set ``status: "cancelled"`` and ``error:
-        "worker cancelled"``, unregister its auto-resume wait, mark its snapshot ``cancelled`` (a
+    model answer is dropped), drop its suspension, set ``status: "cancelled"`` and ``error:
+    "worker cancelled"`` (``awaiting_started_at`` cleared: an ``awaiting`` worker keeps its
+    last ``result``), unregister its auto-resume wait, mark its snapshot ``cancelled`` (a
     later resume raises ``HARN-SUS-010``), emit ``WorkerCancelled``. Idempotent on cancelled
-    workers."""
+    workers; any other status is accepted. Returns the summary.
+
+    Raises:
+        HarnRuntimeError: ``close_agent: worker <id> cannot close itself``, and the handle
+            errors of :func:`resolve`.
+    """
     from harnpy.stdlib.concurrency import kill_thread
 
     args = strip_harness(args)
@@ -789,6 +898,7 @@ def close_agent(thread: Any, *args: Any) -> dict[str, Any]:
     rec.status = "cancelled"
     rec.error = "worker cancelled"
     rec.finished_at = now_rfc3339(rt)
+    rec.awaiting_started_at = None
     from harnpy.lifecycle.suspend import on_closed
 
     on_closed(rt, rec)
@@ -854,6 +964,7 @@ __all__ = [
     "panic_suspend",
     "resolve",
     "resume_parked",
+    "trigger_payload_text",
 ]
 
 # The suspend / resume builtins (suspend_agent, resume_agent, __agent_park...) and the

@@ -63,11 +63,6 @@ pipeline main(harness: Harness) {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lifecycle §1.2 T8/§12: carry.retriggerable worker ends `completed` "
-    "(WorkerCompleted), never `awaiting` with WorkerWaitingForInput/awaiting_input",
-)
 def test_retriggerable_worker_waits_awaiting_input(tmp_path: Path) -> None:
     p = _run(tmp_path, RETRIGGERABLE)
     assert p.returncode == 0, p.stderr
@@ -77,11 +72,6 @@ def test_retriggerable_worker_waits_awaiting_input(tmp_path: Path) -> None:
     assert "event=WorkerCompleted:completed" not in lines, p.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lifecycle §6.1: an awaiting (retriggerable) sub_agent worker is not listed in "
-    "unsettled_state().suspended_subagents with reason awaiting_input",
-)
 def test_unsettled_state_lists_awaiting_sub_agent(tmp_path: Path) -> None:
     p = _run(tmp_path, RETRIGGERABLE)
     assert p.returncode == 0, p.stderr
