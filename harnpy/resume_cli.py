@@ -25,8 +25,10 @@ the worker runs is an internal error, E999, exit status 1).
 ``SNAPSHOT`` is a path (absolute, or relative to the working directory) or a bare worker id
 (``<state dir>/<id>.json``). With ``--json`` stdout is NDJSON: one envelope
 ``{"schemaVersion": 1, "command": "run", "data": {"seq", "event_type", ...}}`` per line —
-``stdout`` / ``stderr`` events (``payload``; dropped with ``--quiet``), then ``result``
-(``value``, ``exit_code``) or ``error`` (``error: {code, message}``).
+``stdout`` / ``stderr`` events (``payload``; dropped with ``--quiet``), the run events the
+agent loop and the hook layer report while the run goes on (``tool_call``, ``tool_result``,
+``hook``; kept with ``--quiet``; :meth:`JsonEvents.run_event` is the runtime's run-event
+sink), then ``result`` (``value``, ``exit_code``) or ``error`` (``error: {code, message}``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,20 @@ class JsonEvents:
         """A ``stderr`` event (``payload``), unless quiet."""
         if not self.quiet and text:
             self.emit("stderr", payload=text)
+
+    def run_event(self, event_type: str, data: dict[str, Any]) -> None:
+        """The run-event sink (:data:`harnpy.lifecycle.services.RunEventSink`): one
+        ``tool_call`` / ``tool_result`` / ``hook`` event whose Harn values are written as
+        JSON data (never dropped by ``--quiet``)."""
+        from harnpy.stdlib.jsonlib import to_json_data
+
+        self.emit(event_type, **to_json_data(data))
+
+    def attach(self, runtime: Any) -> None:
+        """Install :meth:`run_event` as ``runtime``'s run-event sink."""
+        from harnpy.lifecycle.services import services
+
+        services(runtime).run_events = self.run_event
 
 
 def resolve_target(target: str) -> str:
@@ -167,6 +183,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
 
     if events is not None:
         rt = Runtime(stdout=events.stdout, stderr=events.stderr)
+        events.attach(rt)
     else:
         rt = Runtime()
     _configure_llm(rt, args)
@@ -245,6 +262,7 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
 
     if events is not None:
         rt = Runtime(stdout=events.stdout, stderr=events.stderr)
+        events.attach(rt)
     else:
         rt = Runtime()
 

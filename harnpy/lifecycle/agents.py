@@ -14,8 +14,15 @@ primitive returns a new dict and never mutates its argument. Its keys::
 
 One turn (the Harn side): ``__agent_llm_turn`` (blocks on the model) ->
 ``__agent_prepare_calls`` -> either park (``agent_await_resumption``) or dispatch each call
-from Harn (``try`` around the handler, then ``__agent_tool_done``) -> ``__agent_after_turn``
-(stop conditions) -> ``__turn_boundary``.
+from Harn (``__agent_tool_start``, ``try`` around the handler, then ``__agent_tool_done``)
+-> ``__agent_after_turn`` (stop conditions) -> ``__turn_boundary``.
+
+Run events (lifecycle.md 9.1): when the runtime has a run-event sink
+(:func:`harnpy.lifecycle.services.run_event_sink`, installed by ``run --resume --json``),
+each dispatched or rejected call reports ``tool_call {call_id, name, args, started_at}``
+from ``__agent_tool_start`` (before the handler runs) and ``tool_result {call_id, name, ok,
+result, error?, status, denied}`` from ``__agent_tool_done``. Without a sink both cost one
+attribute lookup. A turn that parks dispatches nothing and reports no tool events.
 
 Tool formats: ``native`` (default) offers the tools through the provider's tool-calling
 API and answers with ``tool`` messages; ``text`` describes them in the system prompt,
@@ -44,6 +51,7 @@ from harnpy.lifecycle._common import (
     arg,
     error_text,
     loop_function,
+    now_rfc3339,
     push_call,
     require_instruction_call,
     strip_harness,
@@ -56,7 +64,7 @@ from harnpy.lifecycle.llm_builtins import (
     visible_text,
 )
 from harnpy.lifecycle.resume_conditions import ConditionsError, await_request
-from harnpy.lifecycle.services import services
+from harnpy.lifecycle.services import run_event_sink, services
 from harnpy.lifecycle.tools import (
     outcome_of,
     prepare_call,
@@ -527,6 +535,47 @@ def _tool_message(
     }
 
 
+@builtin("__agent_tool_start")
+def agent_tool_start(thread: Any, prep: Any = None) -> None:
+    """``__agent_tool_start(prep)``: the loop is about to run (or reject) the tool call of
+    ``prep``; reports ``tool_call {call_id, name, args, started_at}`` (RFC 3339) to the
+    run-event sink, if any (module docstring). Returns nil."""
+    sink = run_event_sink(thread.runtime)
+    if sink is not None and type(prep) is dict:
+        sink(
+            "tool_call",
+            {
+                "call_id": prep.get("id"),
+                "name": prep.get("name"),
+                "args": prep.get("args"),
+                "started_at": now_rfc3339(thread.runtime),
+            },
+        )
+
+
+def _report_tool_result(sink: Any, prep: dict[str, Any], record: dict[str, Any]) -> None:
+    """``tool_result`` of one call: ``result`` is the tool's return value when ``ok``, else
+    the text the model got back (``Error: ...``); ``error`` the failure message; ``denied``
+    whether a policy (``allowed_tools`` / ``denied_tools`` / ``policy``) refused it."""
+    status = record["status"]
+    ok = status == "ok"
+    data: dict[str, Any] = {
+        "call_id": prep.get("id"),
+        "name": prep.get("name"),
+        "ok": ok,
+        "result": record.get("result") if ok else record.get("content"),
+        "status": status,
+        "denied": status == "denied",
+    }
+    if not ok:
+        err = record.get("error")
+        # a rejection's error is the model-facing text; report the message itself
+        if status != "error" and type(err) is str and err.startswith("Error: "):
+            err = err[len("Error: ") :]
+        data["error"] = err
+    sink("tool_result", data)
+
+
 @builtin("__agent_tool_done")
 def agent_tool_done(
     thread: Any, st: Any = None, prep: Any = None, outcome: Any = None
@@ -577,6 +626,9 @@ def agent_tool_done(
             "content": content,
         },
     )
+    sink = run_event_sink(rt)
+    if sink is not None:
+        _report_tool_result(sink, prep, {**record, "content": content})
     return _with_transcript(rt, st, t, records=[*st["records"], record])
 
 

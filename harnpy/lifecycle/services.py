@@ -15,6 +15,12 @@ if TYPE_CHECKING:
     from harnpy.lifecycle.workers import WorkerRecord
     from harnpy.llm import LlmHost
 
+#: A run-event sink (lifecycle.md 9.1): ``sink(event_type, data)`` gets one observable event
+#: of the run -- ``tool_call``, ``tool_result``, ``hook`` -- whose ``data`` is a dict of Harn
+#: values (the sink converts them). ``harnpy run --resume --json`` installs one that writes
+#: NDJSON envelopes (:class:`harnpy.resume_cli.JsonEvents`).
+RunEventSink = Callable[[str, dict[str, Any]], None]
+
 
 class AgentServices:
     """Agent state of one runtime.
@@ -34,6 +40,9 @@ class AgentServices:
         harness: the cached ``Harness`` value (built on first use).
         inflight: model calls submitted and not answered yet.
         ids: the runtime's time-ordered UUIDv7 source (worker and session ids).
+        run_events: the run-event sink (:data:`RunEventSink`), or None (the default: the
+            agent loop and the hook layer then build no event at all; see
+            :func:`run_event_sink`).
     """
 
     def __init__(self, runtime: Any) -> None:
@@ -52,6 +61,7 @@ class AgentServices:
         from harnpy.lifecycle._common import IdSource
 
         self.ids = IdSource()
+        self.run_events: RunEventSink | None = None
 
     @property
     def llm(self) -> LlmHost:
@@ -86,6 +96,14 @@ class AgentServices:
         }
         self.audit_log.append(entry)
         return entry
+
+
+def run_event_sink(runtime: Any) -> RunEventSink | None:
+    """The run-event sink of ``runtime``, or None when no observer is installed (the common
+    case; reporters check this first so that an unobserved run builds no event data). Never
+    creates the runtime's :class:`AgentServices`."""
+    svc = getattr(runtime, "agent_state", None)
+    return None if svc is None else svc.run_events
 
 
 def services(runtime: Any) -> AgentServices:

@@ -99,11 +99,6 @@ pipeline main() {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lifecycle §9.1: `run --resume --json` emits only stdout/stderr/result events; a "
-    "tool call in the resumed loop gives no tool_call / tool_result events",
-)
 def test_resume_json_stream_has_tool_events(tmp_path: Path) -> None:
     first = _run(tmp_path, TOOL_PARK)
     assert first.returncode == 0, first.stderr
