@@ -344,9 +344,18 @@ def fire(thread: Any, event: Any, payload: Any) -> Gen:
     docstring); returns the control dict."""
     ev = canonical_event(event, "__host_fire_session_hook")
     current = _with_event(ev, payload)
+    hooks = matching(thread.runtime, ev, current)
+    ctl = yield from _run_chain(thread, ev, current, hooks)
+    if hooks:
+        _report_hook(thread.runtime, ev, ctl, _with_event(ev, payload))
+    return ctl
+
+
+def _run_chain(thread: Any, ev: str, current: Any, hooks: list[Hook]) -> Gen:
+    """The control of running ``hooks`` in order (see :func:`fire`)."""
     modified: Any = None
     has_modify = False
-    for hook in matching(thread.runtime, ev, current):
+    for hook in hooks:
         raw = yield CallRequest(hook.handler, _hook_args(thread.runtime, hook, current))
         ctl = parse_control(ev, raw)
         kind = ctl["control"]
@@ -363,6 +372,20 @@ def fire(thread: Any, event: Any, payload: Any) -> Gen:
     return {"control": "allow"}
 
 
+def _report_hook(runtime: Any, event: str, ctl: dict[str, Any], payload: Any) -> None:
+    """Report ``hook {name, phase, payload}`` to the run-event sink, if any (lifecycle.md
+    9.1): ``phase`` is the chain's control -- ``allow``, ``block``, ``modify`` or
+    ``decision:<allow|deny|ask>`` -- and ``payload`` what the first hook was given."""
+    from harnpy.lifecycle.services import run_event_sink
+
+    sink = run_event_sink(runtime)
+    if sink is None:
+        return
+    kind = ctl.get("control")
+    phase = f"decision:{ctl.get('decision')}" if kind == "decision" else str(kind)
+    sink("hook", {"name": event, "phase": phase, "payload": payload})
+
+
 def fire_finish(thread: Any, event: Any, payload: Any) -> Gen:
     """Pipeline-finish dispatch (``PreFinish`` / ``OnUnsettledDetected`` / ``PostFinish``):
     every matching hook runs with the current payload; a Modify rewrites the payload for the
@@ -376,11 +399,17 @@ def fire_finish(thread: Any, event: Any, payload: Any) -> Gen:
     """
     ev = canonical_event(event, "__lifecycle_fire_finish_hooks")
     current = _with_event(ev, payload)
-    for hook in matching(thread.runtime, ev, current):
+    hooks = matching(thread.runtime, ev, current)
+    phase: dict[str, Any] = {"control": "allow"}
+    for hook in hooks:
         raw = yield CallRequest(hook.handler, _hook_args(thread.runtime, hook, current))
         ctl = parse_control(ev, raw)
         kind = ctl["control"]
+        if kind != "allow":
+            phase = ctl
         if kind == "block":
+            if ev != "PostFinish":
+                _report_hook(thread.runtime, ev, ctl, _with_event(ev, payload))
             if ev == "PreFinish":
                 raise runtime_error(
                     f"PreFinish hook returned block, which is not a valid control: "
@@ -393,6 +422,8 @@ def fire_finish(thread: Any, event: Any, payload: Any) -> Gen:
             raise runtime_error(f"{ev} hook blocked pipeline finish: {ctl['reason']}")
         if kind == "modify":
             current = ctl["modify"]
+    if hooks:
+        _report_hook(thread.runtime, ev, phase, _with_event(ev, payload))
     return None
 
 
