@@ -14,6 +14,7 @@ message (``Unterminated string at L:C``) that text is used verbatim so conforman
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -101,3 +102,50 @@ def internal_error_text(e: BaseException) -> str:
         f"error[E999]: internal error in harnpy: {type(e).__name__}: {e}\n"
         "  (this is a bug in harnpy; set HARNPY_DEBUG=1 for the Python traceback)"
     )
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance (insertions, deletions, substitutions of code points) between two names."""
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """The "did you mean" hint for an unknown ``name`` (spec 3.10), or None.
+
+    A candidate qualifies when its Levenshtein distance to ``name`` is at most 1 for names of
+    length <= 2, 2 for lengths 3-5 and 3 otherwise. The closest one wins; ties go to the
+    longest common prefix (``printl`` suggests ``println``), then alphabetical order. Names
+    starting with ``__`` (harnpy's internal builtins) are only suggested for such names, and
+    ``_`` (never bound, spec 3.10) gets no hint. This is the one implementation: the static
+    checker, the runtime and the REPL use it.
+    """
+    if name == "_":
+        return None
+    limit = 1 if len(name) <= 2 else 2 if len(name) <= 5 else 3
+    internal = name.startswith("__")
+    best: tuple[int, int, str] | None = None
+    for c in candidates:
+        if c == name or abs(len(c) - len(name)) > limit:
+            continue
+        if not internal and c.startswith("__"):
+            continue
+        d = levenshtein(name, c)
+        if d > limit:
+            continue
+        prefix = 0
+        for x, y in zip(name, c):
+            if x != y:
+                break
+            prefix += 1
+        key = (d, -prefix, c)
+        if best is None or key < best:
+            best = key
+    return best[2] if best else None

@@ -35,7 +35,7 @@ from typing import Any
 from harnpy.check import _decls as D
 from harnpy.check import _types as T
 from harnpy.check._imports import ImportResolver
-from harnpy.diagnostics import Diagnostic
+from harnpy.diagnostics import Diagnostic, did_you_mean
 from harnpy.syntax import ast as A
 
 E_REDECLARE = "E203"
@@ -156,41 +156,6 @@ def pattern_binds(p: Any, out: list[str]) -> None:
             pattern_binds(it, out)
     elif t is A.Spread:
         pattern_binds(p.value, out)
-
-
-def levenshtein(a: str, b: str) -> int:
-    """Edit distance between two names."""
-    if len(a) < len(b):
-        a, b = b, a
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """The closest candidate within the spec 3.10 distance limit; ties go to the longest
-    common prefix (``printl`` suggests ``println``), then alphabetical order."""
-    limit = 1 if len(name) <= 2 else 2 if len(name) <= 5 else 3
-    best: tuple[int, int, str] | None = None
-    for c in candidates:
-        if c == name or c.startswith("__") or abs(len(c) - len(name)) > limit:
-            continue
-        d = levenshtein(name, c)
-        if d > limit:
-            continue
-        prefix = 0
-        for x, y in zip(name, c):
-            if x != y:
-                break
-            prefix += 1
-        key = (d, -prefix, c)
-        if best is None or key < best:
-            best = key
-    return best[2] if best else None
 
 
 class Checker:
@@ -1348,7 +1313,7 @@ class Checker:
                 continue
             if candidates is None:
                 candidates = self.declared | set(self.builtins) | imported
-            hint = did_you_mean(name, candidates) if name != "_" else None
+            hint = did_you_mean(name, candidates)
             suffix = f" (did you mean `{hint}`?)" if hint else ""
             if code == E_CALL_TARGET:
                 self.error(code, f"call target `{name}` is not defined or imported{suffix}", span)

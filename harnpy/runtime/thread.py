@@ -18,10 +18,10 @@ into the run loop (a blocking builtin); either way the thread ends by raising
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
+from harnpy.diagnostics import did_you_mean
 from harnpy.runtime.calls import resume_native
 from harnpy.runtime.code import STOP, SWITCH, UNBOUND, CodeObject, Frame, NativeFrame
 from harnpy.runtime.errors import (
@@ -436,28 +436,6 @@ def _enter_handler(f: Frame, h: Any, exc: HarnError) -> None:
     else:
         f.slots[h.slot] = (PENDING_THROW, exc)
     f.pc = h.target
-
-
-def did_you_mean(name: str, candidates: set[str]) -> str | None:
-    """Closest candidate within the spec's edit-distance budget (3.10), or None."""
-    n = len(name)
-    budget = 1 if n <= 2 else 2 if n <= 5 else 3
-    best: tuple[int, str] | None = None
-    for c in difflib.get_close_matches(name, list(candidates), n=8, cutoff=0.5):
-        d = _levenshtein(name, c)
-        if d <= budget and (best is None or d < best[0]):
-            best = (d, c)
-    return best[1] if best else None
-
-
-def _levenshtein(a: str, b: str) -> int:
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
 
 
 __all__ = ["Thread", "DEFAULT_MAX_DEPTH", "did_you_mean", "STOP"]

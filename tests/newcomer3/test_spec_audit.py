@@ -69,11 +69,6 @@ def test_subscript_on_struct_or_bytes_is_a_type_error(setup: str, expr: str, mes
 # ------------------------------------------------------------------ 3.10 did-you-mean
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="spec §3.10: did-you-mean hint missing for a name within the Levenshtein budget "
-    "(difflib ratio prefilter drops `kjx` -> `vqx`, distance 2)",
-)
 def test_undefined_variable_hint_uses_levenshtein_budget() -> None:
     # `kjx` is 3 chars long, so any candidate within edit distance 2 qualifies (`vqx` is 2 away)
     msg = run_error("let vqx = 1\nprintln(kjx)\n")

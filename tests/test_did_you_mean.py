@@ -1,0 +1,39 @@
+"""The one "did you mean" helper (spec 3.10): Levenshtein budget by the name's length."""
+
+from __future__ import annotations
+
+import pytest
+
+from harnpy.diagnostics import did_you_mean, levenshtein
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "d"),
+    [("", "", 0), ("a", "", 1), ("kitten", "sitting", 3), ("kjx", "vqx", 2), ("é", "e", 1)],
+)
+def test_levenshtein(a: str, b: str, d: int) -> None:
+    assert levenshtein(a, b) == d == levenshtein(b, a)
+
+
+@pytest.mark.parametrize(
+    ("name", "candidates", "hint"),
+    [
+        ("ab", ["xb"], "xb"),  # length <= 2: distance 1
+        ("ab", ["xy"], None),
+        ("kjx", ["vqx"], "vqx"),  # length 3-5: distance 2
+        ("abcde", ["axyde"], "axyde"),
+        ("abcde", ["xyzde"], None),
+        ("reponse", ["response"], "response"),
+        ("abcdef", ["xyzdef"], "xyzdef"),  # length >= 6: distance 3
+        ("abcdef", ["wxyzef"], None),
+        ("printl", ["print", "println"], "println"),  # tie: longest common prefix
+        ("abc", ["abd", "abe"], "abd"),  # then alphabetical
+        ("abc", ["abx", "ab"], "ab"),  # closest first
+        ("x", ["x"], None),  # the name itself is no hint
+        ("_", ["a"], None),  # `_` is never bound
+        ("agent_x", ["__agent_x"], None),  # internal builtins only for `__` names
+        ("__agent_x", ["__agent_y"], "__agent_y"),
+    ],
+)
+def test_did_you_mean_budget(name: str, candidates: list[str], hint: str | None) -> None:
+    assert did_you_mean(name, candidates) == hint
