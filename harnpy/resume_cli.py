@@ -13,8 +13,10 @@ Two kinds of snapshot are accepted:
   restored, it is resumed warm (initiator ``operator`` unless ``HARNPY_RESUME_INITIATOR``
   says otherwise; ``HARNPY_RESUME_INPUT`` / ``HARNPY_RESUME_CONTINUE_TRANSCRIPT`` /
   ``HARNPY_RESUME_REQUEST`` come from ``harnpy worker``) and run until it settles. Exit
-  status: 0 completed, 1 failed (or the resume was refused), 3 parked again. Its final value
-  is the worker summary.
+  status: 0 completed (or, for a retriggerable worker, awaiting its next input), 1 failed (or
+  the resume was refused), 3 parked again. Its final value
+  is the worker summary; without ``--json`` the completed loop's final text
+  (``result.summary``) is printed on stdout and a status line on stderr.
 
 Which kind a file is: :func:`_snapshot_kind` (only a file that says it is a program
 snapshot takes the program path; an empty, truncated or other file is a worker snapshot that
@@ -229,6 +231,12 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     if rec.status == "completed":
         code = EXIT_OK
         note = f"harnpy: worker {rec.id} completed"
+    elif rec.status == "awaiting":  # a retriggerable worker ended its cycle (lifecycle.md T8)
+        code = EXIT_OK
+        note = (
+            f"harnpy: worker {rec.id} finished its cycle and awaits input (worker_trigger or "
+            "send_input)"
+        )
     elif rec.status == "suspended":
         code = EXIT_PARKED
         note = (
@@ -241,8 +249,21 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     if events is not None:
         events.emit("result", value=to_json_data(summary), exit_code=code)
     else:
+        answer = _final_text(summary) if code == EXIT_OK else None
+        if answer:
+            # The loop's answer is the run's output (the script that started the loop
+            # finished in the first process); the status line goes to stderr.
+            sys.stdout.write(answer + "\n")
+            flush_stdout()
         sys.stderr.write(note + "\n")
     return code
+
+
+def _final_text(summary: Any) -> str | None:
+    """The final model text of a completed worker summary (``result.summary``), or None."""
+    result = summary.get("result") if isinstance(summary, dict) else None
+    text = result.get("summary") if isinstance(result, dict) else None
+    return text if isinstance(text, str) and text.strip() else None
 
 
 def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:

@@ -340,3 +340,33 @@ pipeline main(harness: Harness) {
 """
     )
     assert lines(out) == ["awaiting", "0", "second"]
+
+
+def test_run_resume_of_a_retriggerable_worker_ends_awaiting_with_exit_0(tmp_path: Path) -> None:
+    from tests.conftest import harnpy
+
+    (tmp_path / "main.harn").write_text(
+        "pipeline main() {\n"
+        '  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption",'
+        ' arguments: {reason: "need approval"}}]})\n'
+        '  llm_mock({text: "cycle done"})\n'
+        '  const h = sub_agent_run("work", {provider: "mock", background: true,'
+        " carry: {retriggerable: true}})\n"
+        "  println(wait_agent(h).snapshot_path)\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    env = {"HARN_WORKER_STATE_DIR": str(tmp_path / "state")}
+    first = harnpy("run", "main.harn", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    snap = first.stdout.strip()
+    p = harnpy("run", "--resume", snap, cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "cycle done\n"
+    assert "awaits input" in p.stderr
+    assert load(Path(snap))["status"] == "awaiting"
+    # an awaiting worker is not suspended: a second resume is refused and changes nothing
+    before = Path(snap).read_bytes()
+    again = harnpy("run", "--resume", snap, "--json", cwd=tmp_path, env=env)
+    assert again.returncode == 1 and "HARN-SUS-003" in again.stdout
+    assert Path(snap).read_bytes() == before
