@@ -14,7 +14,7 @@ message (``Unterminated string at L:C``) that text is used verbatim so conforman
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 
@@ -117,12 +117,16 @@ def levenshtein(a: str, b: str) -> int:
     return prev[-1]
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+def did_you_mean(
+    name: str, candidates: Iterable[str], preferred: Collection[str] = ()
+) -> str | None:
     """The "did you mean" hint for an unknown ``name`` (spec 3.10), or None.
 
     A candidate qualifies when its Levenshtein distance to ``name`` is at most 1 for names of
     length <= 2, 2 for lengths 3-5 and 3 otherwise. The closest one wins; ties go to the
-    longest common prefix (``printl`` suggests ``println``), then alphabetical order. Names
+    longest common prefix (``printl`` suggests ``println``), then to the program's own names
+    (``preferred``: variables and functions in scope, over builtins), then alphabetical order.
+    Names
     starting with ``__`` (harnpy's internal builtins) are only suggested for such names, and
     ``_`` (never bound, spec 3.10) gets no hint. This is the one implementation: the static
     checker, the runtime and the REPL use it.
@@ -131,7 +135,7 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
         return None
     limit = 1 if len(name) <= 2 else 2 if len(name) <= 5 else 3
     internal = name.startswith("__")
-    best: tuple[int, int, str] | None = None
+    best: tuple[int, int, bool, str] | None = None
     for c in candidates:
         if c == name or abs(len(c) - len(name)) > limit:
             continue
@@ -145,7 +149,7 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
             if x != y:
                 break
             prefix += 1
-        key = (d, -prefix, c)
+        key = (d, -prefix, c not in preferred, c)
         if best is None or key < best:
             best = key
-    return best[2] if best else None
+    return best[3] if best else None

@@ -924,7 +924,8 @@ class ReplCore:
             from harnpy.runtime.thread import did_you_mean
             from harnpy.stdlib.registry import BUILTINS
 
-            hint = did_you_mean(arg, set(BUILTINS) | set(self.session.names()))
+            own = set(self.session.names())
+            hint = did_you_mean(arg, set(BUILTINS) | own, own)
             extra = f" (did you mean `{hint}`?)" if hint else ""
             self.error(f"no builtin, method or definition named {arg}{extra}")
             return False

@@ -37,3 +37,29 @@ def test_levenshtein(a: str, b: str, d: int) -> None:
 )
 def test_did_you_mean_budget(name: str, candidates: list[str], hint: str | None) -> None:
     assert did_you_mean(name, candidates) == hint
+
+
+def test_on_a_tie_the_programs_own_names_win_over_builtins() -> None:
+    # `jq` (a builtin) and `vqx` (the user's variable) are both 2 edits from `kjx`
+    assert did_you_mean("kjx", ["jq", "vqx"]) == "jq"
+    assert did_you_mean("kjx", ["jq", "vqx"], preferred={"vqx"}) == "vqx"
+    # a closer builtin still beats a farther own name
+    assert did_you_mean("prinln", ["println", "prinxxx"], preferred={"prinxxx"}) == "println"
+
+
+def test_runtime_and_checker_hints_prefer_the_programs_names() -> None:
+    import io
+
+    from harnpy.runtime.errors import HarnError
+    from harnpy.runtime.runtime import Runtime
+
+    rt = Runtime(stdout=io.StringIO().write)
+    with pytest.raises(HarnError) as info:
+        rt.run_module(rt.load_main("<t>", "let vqx = 1\nprintln(kjx)\n"))
+    assert info.value.message.endswith("(did you mean `vqx`?)")
+    # the static checker (a call to an undefined function)
+    from harnpy.diagnostics import DiagnosticError
+
+    with pytest.raises(DiagnosticError) as static:
+        rt.load_main("<t2>", "fn vqx() { return 1 }\nprintln(kjx())\n")
+    assert static.value.diagnostics[0].message.endswith("(did you mean `vqx`?)")

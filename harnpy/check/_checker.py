@@ -1313,7 +1313,7 @@ class Checker:
                 continue
             if candidates is None:
                 candidates = self.declared | set(self.builtins) | imported
-            hint = did_you_mean(name, candidates)
+            hint = did_you_mean(name, candidates, self.declared | imported)
             suffix = f" (did you mean `{hint}`?)" if hint else ""
             if code == E_CALL_TARGET:
                 self.error(code, f"call target `{name}` is not defined or imported{suffix}", span)

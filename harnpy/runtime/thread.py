@@ -191,14 +191,14 @@ class Thread:
         raise self._undefined(name, calling)
 
     def _undefined(self, name: str, calling: bool) -> HarnError:
-        candidates: set[str] = set(self.runtime.builtins)
+        own: set[str] = set()
         fr = self.frame
         while fr is not None:
             if not fr.native:
-                candidates.update(n for n in fr.code.slot_names if n)  # type: ignore[union-attr]
-                candidates.update(fr.code.module.globals)  # type: ignore[union-attr]
+                own.update(n for n in fr.code.slot_names if n)  # type: ignore[union-attr]
+                own.update(fr.code.module.globals)  # type: ignore[union-attr]
             fr = fr.parent
-        hint = did_you_mean(name, candidates)
+        hint = did_you_mean(name, own | set(self.runtime.builtins), own)
         if calling:
             msg = f"Undefined builtin: {name}"
         else:
