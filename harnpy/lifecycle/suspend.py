@@ -2084,8 +2084,8 @@ def resume_gen(
         ref = target.get("id") if type(target) is dict else target
         if type(ref) is not str or not ref.strip():
             raise sus_error(4, "resume_agent: missing worker id or snapshot path")
-        if type(target) is dict and "/" not in ref and not ref.endswith(".json"):
-            raise lifecycle_error(f"unknown worker: {ref}")
+        # 2.4 step 3: a handle or id that is not live names <state_dir>/<id>.json (a handle
+        # kept across a program snapshot or a REPL :save/:restore)
         path = _snapshot_target(ref)
         try:
             doc, _ = read_document(path)

@@ -43,11 +43,6 @@ PARK_A_WORKER = """
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="resume_agent(handle) in a fresh process says `unknown worker` instead of cold-loading "
-    "<state_dir>/<id>.json (lifecycle.md 2.x target resolution, T14); a bare id string works",
-)
 def test_program_snapshot_keeps_a_parked_worker_handle_resumable(tmp_path: Path) -> None:
     # README: __snapshot_exit freezes the whole program; run --resume continues it. The
     # parked worker's own snapshot is in .harn/workers/, so its handle should still resume.
@@ -71,11 +66,6 @@ def test_program_snapshot_keeps_a_parked_worker_handle_resumable(tmp_path: Path)
     assert second.stdout.strip() == "completed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=":save/:restore 'move a whole session between processes' (README), but a restored "
-    "handle of a parked worker is an `unknown worker`",
-)
 def test_repl_restore_keeps_a_parked_worker_handle_resumable(tmp_path: Path) -> None:
     entries = [line.strip() for line in PARK_A_WORKER.strip().splitlines()]
     first = harnpy(
