@@ -84,11 +84,6 @@ def test_repl_restore_keeps_a_parked_worker_handle_resumable(tmp_path: Path) -> 
     assert "completed" in second.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`harnpy workers ls` creates .harn/waits.sqlite3 although README says the store is "
-    "written only when HARNPY_STORE is set or `harnpy worker` runs",
-)
 def test_workers_ls_in_an_empty_directory_writes_nothing(tmp_path: Path) -> None:
     p = harnpy("workers", "ls", cwd=tmp_path)
     assert p.returncode == 0, p.stderr

@@ -66,6 +66,10 @@ def main(args: argparse.Namespace) -> int:
 
     from harnpy.lifecycle.triggers.store import StoreError
 
+    if args.command == "workers":
+        missing = _missing_store(getattr(args, "store", None))
+        if missing is not None:  # inspecting creates nothing: no store means no waits
+            return _no_store(args, missing)
     try:
         _resume_fn(getattr(args, "resume_cmd", None))  # a usage error before the store opens
         store = _open(getattr(args, "store", None))
@@ -103,17 +107,45 @@ def _dispatch(args: argparse.Namespace, store: Any) -> int:
     return 2
 
 
-def _open(option: str | None) -> Any:
+def _store_path(option: str | None) -> str:
     import os
 
-    from harnpy.lifecycle.triggers.store import (
-        DEFAULT_STORE_RELPATH,
-        configured_store_path,
-        open_store,
-    )
+    from harnpy.lifecycle.triggers.store import DEFAULT_STORE_RELPATH, configured_store_path
 
-    path = configured_store_path(option) or os.path.join(os.getcwd(), DEFAULT_STORE_RELPATH)
-    return open_store(path)
+    return configured_store_path(option) or os.path.join(os.getcwd(), DEFAULT_STORE_RELPATH)
+
+
+def _open(option: str | None) -> Any:
+    from harnpy.lifecycle.triggers.store import open_store
+
+    return open_store(_store_path(option))
+
+
+def _missing_store(option: str | None) -> str | None:
+    """The store path when it names a file that does not exist yet, else None (a store URL
+    that is not a path, or an existing file)."""
+    import os
+
+    from harnpy.lifecycle.triggers.store import StoreError
+
+    try:
+        path = _store_path(option)
+    except StoreError:
+        return None  # reported by _open with its own message
+    return None if os.path.exists(path) else path
+
+
+def _no_store(args: argparse.Namespace, path: str) -> int:
+    """``harnpy workers ...`` when the store file does not exist: nothing is parked."""
+    cmd = getattr(args, "workers_command", None)
+    if cmd == "ls":
+        sys.stdout.write("[]\n" if args.json else "no parked workers\n")
+        return 0
+    if cmd in ("show", "resume", "close"):
+        sys.stderr.write(f"harnpy workers: no wait for `{args.id}` (no wait store at {path})\n")
+        return 1
+    sys.stderr.write("harnpy workers: give one of ls, show ID, resume ID, close ID\n")
+    return 2
 
 
 def _resume_fn(cmd: str | None, capture: bool = False) -> Any:
