@@ -239,13 +239,30 @@ def _scan_string(text: str, i: int, triple: bool) -> int:
     return -1
 
 
+def _ends_with_doc_comment(text: str) -> bool:
+    """Whether ``text`` ends with a doc comment on lines of its own: a ``///`` line or a
+    closed ``/** ... */`` block (``////``, ``/***`` and ``/**/`` are not doc comments)."""
+    stripped = text.rstrip()
+    last = stripped.rsplit("\n", 1)[-1].lstrip()
+    if last.startswith("///"):
+        return not last.startswith("////")
+    if not stripped.endswith("*/"):
+        return False
+    start = stripped.rfind("/**")
+    if start < 0 or stripped.startswith(("/***", "/**/"), start):
+        return False
+    line_start = stripped.rfind("\n", 0, start) + 1
+    return not stripped[line_start:start].strip()
+
+
 def is_complete(text: str) -> bool:
     """Whether ``text`` is a whole entry (Enter submits it) or needs more lines.
 
     More lines are needed while a bracket, a triple-quoted string or a block comment is
     open, after a trailing backslash or continuing operator (``+``, ``=``, ``|>``, ``,``,
-    ``.``...), or while the parser only complains about the end of input (``fn f()``) —
-    an empty last line then submits anyway, so the error can be seen.
+    ``.``...), after a doc comment (it documents the declaration typed next), or while the
+    parser only complains about the end of input (``fn f()``) — an empty last line then
+    submits anyway, so the error can be seen.
     """
     if text.lstrip().startswith(":"):
         return True
@@ -259,6 +276,8 @@ def is_complete(text: str) -> bool:
     last_line = text.rsplit("\n", 1)[-1]
     if "\n" in text and not last_line.strip():
         return True
+    if _ends_with_doc_comment(text):
+        return False  # a doc comment belongs to the declaration typed next (spec 1.2)
     from harnpy.syntax import HarnSyntaxError, parse
 
     try:

@@ -91,11 +91,6 @@ def test_workers_ls_in_an_empty_directory_writes_nothing(tmp_path: Path) -> None
     assert not (tmp_path / ".harn").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="in the REPL a `///` line is an entry of its own, so no function typed there can "
-    "ever have a doc comment, though :doc tells the user to write /// lines above it",
-)
 def test_repl_doc_comment_typed_above_a_function_is_shown_by_doc(tmp_path: Path) -> None:
     p = harnpy(
         "repl",

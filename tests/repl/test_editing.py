@@ -43,6 +43,10 @@ from harnpy.runtime.session import Session
         "0 to 10 exclusive",
         "return",
         ":load some file.harn",
+        "let a = 1 /** not a doc comment: code before it */",
+        "//// four slashes are a plain comment",
+        "/*** three stars are a plain comment */",
+        "/// a doc comment ended by an empty line\n",
     ],
 )
 def test_complete_entries(text: str) -> None:
@@ -68,6 +72,10 @@ def test_complete_entries(text: str) -> None:
         "if x { 1 }\nelse",
         "for x in",
         "match x",
+        "/// Doubles a number.",  # a doc comment waits for the declaration it documents
+        "/// two\n/// lines",
+        "/** Triples a number. */",
+        "/**\n * A block doc comment.\n */",
     ],
 )
 def test_incomplete_entries(text: str) -> None:
