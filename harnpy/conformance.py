@@ -171,12 +171,29 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
     return False, f"error text does not match: {last[0] if last else '(empty)'}"
 
 
+def harnpy_executable() -> str | None:
+    """The path of the ``harnpy`` command running now: the console script beside the
+    Python interpreter, else the one on ``PATH``, else None."""
+    import shutil
+
+    beside = os.path.join(os.path.dirname(sys.executable), "harnpy")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("harnpy")
+
+
 def run_conformance(root: str, pattern: str | None = None, verbose: bool = False) -> int:
     """CLI handler: run every case under ``root``; exit 0 when all pass, else 1."""
     if not os.path.isdir(root):
         sys.stderr.write(f"harnpy test: no such directory: {root}\n")
         return 2
     os.environ["HARN_LLM_CALLS_DISABLED"] = "1"
+    if not os.environ.get("HARN_CONFORMANCE_HARN_BIN") and not os.environ.get("HARN_BIN"):
+        # Cases that start a second interpreter (cold-restart fixtures) find it here; the
+        # Harn fixtures otherwise look for a cargo build of the reference.
+        exe = harnpy_executable()
+        if exe is not None:
+            os.environ["HARN_CONFORMANCE_HARN_BIN"] = exe
     passed = failed = skipped = 0
     for rel, path, kind in discover(root):
         if pattern and pattern not in rel:

@@ -101,12 +101,6 @@ def test_repl_doc_comment_typed_above_a_function_is_shown_by_doc(tmp_path: Path)
     assert "Doubles a number." in p.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`harnpy test conformance ../shared/conformance` fails the two cold-restart cases: "
-    "they exec `target/debug/harn` unless HARN_CONFORMANCE_HARN_BIN is set, which harnpy "
-    "could point at itself",
-)
 def test_conformance_runner_points_the_cold_restart_cases_at_harnpy(tmp_path: Path) -> None:
     if not SHARED.is_dir():
         pytest.skip("../shared is not present (fresh clone)")
