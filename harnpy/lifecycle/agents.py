@@ -44,6 +44,7 @@ they park (``idle_park``; the Suspension comes back with ``daemon_state: "idle"`
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -76,6 +77,7 @@ from harnpy.lifecycle.transcript import append_event, append_message, coerce, ne
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import HarnError, plain_error
 from harnpy.runtime.scheduler import block_control
+from harnpy.runtime.values import type_name
 from harnpy.stdlib.registry import builtin
 
 DEFAULT_MAX_ITERATIONS = 50
@@ -115,6 +117,25 @@ def _int_option(opts: dict[str, Any], key: str, default: int) -> int:
     if type(v) is not int or v < 0:
         raise thrown(f"agent_loop: option `{key}` must be a non-negative int")
     return v
+
+
+_POLICY_NAME_LISTS = ("tools", "allowed_tools", "deny", "denied_tools")
+
+
+def _check_policy(
+    policy: dict[str, Any], prefix: str, where: str, keys: tuple[str, ...] = _POLICY_NAME_LISTS
+) -> None:
+    """Reject tool allow-/deny-lists that are not lists of tool names: a malformed policy
+    must be a configuration error, never silently ignored (which would fail open)."""
+    for key in keys:
+        names = policy.get(key)
+        if names is not None and (
+            type(names) is not list or any(type(n) is not str for n in names)
+        ):
+            raise thrown(
+                f"{where}: option `{prefix}{key}` must be a list of tool names, "
+                f"got {type_name(names)} {json.dumps(names) if type(names) is str else display(names)}"
+            )
 
 
 def current_worker_id(thread: Any) -> str | None:
@@ -161,6 +182,8 @@ def new_state(
     policy = opts.get("policy")
     if policy is not None and type(policy) is not dict:
         raise thrown(f"{where}: option `policy` must be a dict")
+    _check_policy(policy or {}, "policy.", where)
+    _check_policy(opts, "", where, ("allowed_tools", "denied_tools"))
     if opts.get("allowed_tools") is not None or opts.get("denied_tools") is not None:
         policy = dict(policy or {})
         if opts.get("allowed_tools") is not None:

@@ -173,18 +173,24 @@ def wire_tools(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def policy_denial(policy: Any, name: str) -> str | None:
     """Why ``policy`` denies tool ``name`` (None when allowed). ``policy`` is the loop's
-    ``{tools?: [names], deny?: [names]}``."""
+    ``{tools?|allowed_tools?: [names], deny?|denied_tools?: [names]}``; every list given
+    applies, and a list that is not a list denies everything (fail closed; ``agent_loop``
+    rejects such a policy up front)."""
     if type(policy) is not dict:
         return None
-    deny = policy.get("deny") or policy.get("denied_tools") or []
-    if type(deny) is list and name in deny:
-        return f"tool '{name}' is denied by the agent policy"
-    allow = policy.get("tools")
-    if allow is None:
-        allow = policy.get("allowed_tools")
-    if type(allow) is list and name not in allow:
-        allowed = ", ".join(str(a) for a in allow) or "none"
-        return f"tool '{name}' is not permitted by the agent policy (allowed: {allowed})"
+    for key in ("deny", "denied_tools"):
+        deny = policy.get(key)
+        if deny is not None and (type(deny) is not list or name in deny):
+            return f"tool '{name}' is denied by the agent policy"
+    for key in ("tools", "allowed_tools"):
+        allow = policy.get(key)
+        if allow is None:
+            continue
+        if type(allow) is not list or name not in allow:
+            shown = ", ".join(str(a) for a in allow) if type(allow) is list else ""
+            return (
+                f"tool '{name}' is not permitted by the agent policy (allowed: {shown or 'none'})"
+            )
     return None
 
 

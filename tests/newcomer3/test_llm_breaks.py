@@ -95,7 +95,6 @@ tool add(a: int, b: int) -> int {
 # ------------------------------------------------------------------ M1 policy fails open
 
 
-@xfail
 def test_m1_malformed_policy_tools_does_not_let_a_denied_tool_run() -> None:
     # `policy: {tools: "add"}` (a string, not a list) is silently ignored: `rm` runs.
     src = (
@@ -119,7 +118,6 @@ println("end")
     assert "RM CALLED" not in out
 
 
-@xfail
 def test_m1_malformed_policy_deny_does_not_let_a_denied_tool_run() -> None:
     src = (
         ADD_TOOL
