@@ -140,8 +140,8 @@ def _read_source(path: str) -> str | None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``harnpy run``: validate the ``--llm-mock`` options, then resume a snapshot (``--resume``)
     or run ``-e CODE`` or FILE with the script arguments after ``--``. Returns the exit code (2
-    for bad options, no program, ``--resume`` together with a FILE or ``-e CODE``, or an
-    unreadable file)."""
+    for bad options, no program, ``--resume`` together with a FILE or ``-e CODE``, ``--json``
+    / ``--quiet`` without ``--resume``, or an unreadable file)."""
     script_args = list(args.args or [])
     if script_args and script_args[0] == "--":
         script_args = script_args[1:]
@@ -161,6 +161,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         from harnpy.resume_cli import resume_main
 
         return resume_main(args)
+    if args.json or args.quiet:
+        flag = "--json" if args.json else "--quiet"
+        sys.stderr.write(
+            f"harnpy run: {flag} applies to --resume SNAPSHOT only (a script's own output is "
+            "plain text)\n"
+        )
+        return EXIT_USAGE
     if args.code is not None:
         if args.file is not None:  # `-e CODE -- x y`: argparse takes x as FILE
             script_args = [args.file, *script_args]

@@ -109,3 +109,11 @@ def test_an_internal_error_while_loading_is_e999(
     assert run_source("<-e>", "1", []) == 1
     err = capsys.readouterr().err
     assert err.startswith("error[E999]: internal error in harnpy: ValueError: boom\n")
+
+
+def test_json_and_quiet_without_resume_are_usage_errors(tmp_path: Path) -> None:
+    for flag in ("--json", "--quiet"):
+        p = harnpy("run", flag, "-e", 'println("x")', cwd=tmp_path)
+        assert p.returncode == 2
+        assert p.stdout == ""
+        assert f"{flag} applies to --resume SNAPSHOT only" in p.stderr
