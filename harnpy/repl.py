@@ -995,7 +995,8 @@ class ReplCore:
             self.error(f"cannot write {path}: {e.strerror or e}")
             return False
         n = len(self.session.entries)
-        self.say(self.colors.dim(f"saved {n} entries to {path} ({size} bytes)"))
+        noun = "entry" if n == 1 else "entries"
+        self.say(self.colors.dim(f"saved {n} {noun} to {path} ({size} bytes)"))
         return True
 
     def cmd_restore(self, arg: str) -> bool:
@@ -1016,7 +1017,8 @@ class ReplCore:
             self.error(e.render())
             return False
         n = len(self.session.entries)
-        self.say(self.colors.dim(f"restored {n} entries from {path}"))
+        noun = "entry" if n == 1 else "entries"
+        self.say(self.colors.dim(f"restored {n} {noun} from {path}"))
         return True
 
     def exit_status(self) -> int:

@@ -440,7 +440,7 @@ class Session:
         th = Thread(self.runtime, "repl")
         doc = snapshot(th, extra={SESSION_KEY: self.session_record()})
         text = dumps(doc)
-        write_atomic(os.path.expanduser(path), text)
+        write_atomic(os.path.expanduser(path), text, make_dirs=False)
         return len(text.encode("utf-8"))
 
     def restore(self, path: str) -> None:

@@ -769,13 +769,16 @@ def write_atomic(
     max_bytes: int | None = MAX_SNAPSHOT_BYTES,
     *,
     fsync: bool = True,
+    make_dirs: bool = True,
 ) -> None:
     """Write ``text`` to ``path`` atomically: temp file in the same directory, fsync,
     rename, mode 0600. A crash mid-write leaves the previous file readable. With
     ``fsync=False`` the rename is still atomic for readers, but a power loss may lose the
-    new version (used for advisory metadata writes).
+    new version (used for advisory metadata writes). ``make_dirs=False`` (paths a user
+    typed) does not create a missing directory.
 
-    Raises SnapshotError when the encoded size exceeds ``max_bytes``.
+    Raises SnapshotError when the encoded size exceeds ``max_bytes``; OSError when the file
+    cannot be written (FileNotFoundError for a missing directory with ``make_dirs=False``).
     """
     data = text if isinstance(text, bytes) else text.encode("utf-8")
     if max_bytes is not None and len(data) > max_bytes:
@@ -783,7 +786,8 @@ def write_atomic(
             f"snapshot is {len(data)} bytes, over the {max_bytes}-byte limit", "E403"
         )
     d = os.path.dirname(os.path.abspath(path)) or "."
-    os.makedirs(d, exist_ok=True)
+    if make_dirs:
+        os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=d)
     try:
         os.fchmod(fd, 0o600)

@@ -57,7 +57,7 @@ def snapshot_exit(thread: Any, path: Any = None) -> Any:
         )
     try:
         doc = snapshot(thread)
-        write_atomic(path, dumps(doc))
+        write_atomic(path, dumps(doc), make_dirs=False)
     except SnapshotError as e:
         raise plain_error(f"Runtime error: snapshot failed: {e.message}", e.code) from None
     except OSError as e:

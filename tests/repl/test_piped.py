@@ -158,3 +158,11 @@ def test_echoed_values_are_bound_to_underscore_numbers(tmp_path: Path) -> None:
     p = repl(":restore s.json\nlen(_3)\n_4 + 1\n", "--strict", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[1:] == ["2", "3"]
+
+
+def test_save_into_a_missing_directory_fails_and_creates_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "no" / "such" / "dir" / "s.json"
+    p = repl(f"let a = 1\n:save {target}\n", "--strict", cwd=tmp_path)
+    assert p.returncode == 1
+    assert "No such file or directory" in p.stderr
+    assert not (tmp_path / "no").exists()

@@ -149,10 +149,10 @@ def test_commands(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
         + ENTER
     )
     out = r.out.getvalue()
-    assert f"saved 1 entries to {snap}" in out
+    assert f"saved 1 entry to {snap}" in out
     assert "session reset" in out
     assert "Undefined variable: keep" in r.err.getvalue()
-    assert f"restored 1 entries from {snap}" in out
+    assert f"restored 1 entry from {snap}" in out
     assert "\nint\n" in out
     assert "len  (builtin)" in out
     assert ":restore FILE" in out
