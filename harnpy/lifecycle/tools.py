@@ -24,6 +24,7 @@ import json
 from typing import Any
 
 from harnpy.lifecycle._common import arg, strip_harness, thrown
+from harnpy.runtime.code import MISSING
 from harnpy.runtime.display import display
 from harnpy.runtime.values import Builtin, Closure, EnumValue
 from harnpy.stdlib.registry import builtin
@@ -249,10 +250,14 @@ def prepare_call(
     positional = entry.get("positional")
     argv: list[Any] = []
     if type(positional) is list:
+        # A parameter the model left out takes its declared default: MISSING in its slot
+        # makes the handler's prologue evaluate the default (only parameters with defaults
+        # may be left out; the schema requires the others). Trailing ones are just omitted.
+        gap = MISSING if type(handler) is Closure and handler.code.has_defaults else None
         for pname in positional:
-            if pname not in args:
-                break
-            argv.append(args[pname])
+            argv.append(args[pname] if pname in args else gap)
+        while argv and argv[-1] is gap:
+            argv.pop()
     return {
         **base,
         "action": "dispatch",

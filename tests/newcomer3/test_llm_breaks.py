@@ -143,7 +143,6 @@ println("end")
 # ------------------------------------------------------------------ M2 optional args dropped
 
 
-@xfail
 def test_m2_later_optional_argument_is_not_dropped_when_an_earlier_one_is_omitted() -> None:
     src = """
 tool f(a: int, b: int = 1, c: int = 2) -> string {
