@@ -231,7 +231,8 @@ def prepare_call(
     denied = policy_denial(policy, name)
     if denied is not None:
         return {**base, "action": "reject", "reason": "policy", "message": f"Error: {denied}"}
-    problems = argument_problems(entry, args)
+    bad_json = call.get("arguments_error")
+    problems = [bad_json] if type(bad_json) is str else argument_problems(entry, args)
     if problems:
         return {
             **base,

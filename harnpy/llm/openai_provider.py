@@ -30,6 +30,7 @@ from harnpy.llm._remote import RemoteProvider, Settings, as_int, require_str
 from harnpy.llm.errors import CONFIG, MALFORMED_RESPONSE, SERVER_ERROR, LlmError, one_line
 from harnpy.llm.routing import env_model
 from harnpy.llm.types import LlmRequest, LlmResponse, Message, ToolCall, Usage
+from harnpy.runtime.values import type_name
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4o"
@@ -206,12 +207,13 @@ def parse_chat_completion(
     """Normalize a decoded chat.completion body.
 
     Tolerates ``content: null``, missing/null ``usage``, ``tool_calls: null``, content given
-    as a list of text parts, and ``arguments`` given as an object or empty string.
+    as a list of text parts, and ``arguments`` given as an object or empty string; a tool
+    call whose arguments are not a JSON object gets ``arguments: {}`` and an
+    ``arguments_error`` (the model's mistake, answered by the agent loop as a tool error).
 
     Raises:
         LlmError: ``malformed_response`` when there is no usable choice/message or a tool
-            call has no name or undecodable arguments; ``server_error`` when a 2xx body is
-            an error envelope.
+            call has no name; ``server_error`` when a 2xx body is an error envelope.
     """
     choices = data.get("choices")
     if not choices and data.get("error") is not None:
@@ -276,31 +278,30 @@ def _tool_call(index: int, raw: Any, provider: str) -> ToolCall:
     assert isinstance(fn, dict)
     name = require_str(fn.get("name"), f"name of tool call #{index + 1}", provider)
     args = fn.get("arguments")
+    arguments: dict[str, Any] = {}
+    problem: str | None = None
     if args is None or (isinstance(args, str) and not args.strip()):
-        arguments: dict[str, Any] = {}
+        pass
     elif isinstance(args, dict):
         arguments = args
     elif isinstance(args, str):
+        # Undecodable arguments are the model's mistake, not a provider failure: the call
+        # carries the reason and an agent loop sends it back as the tool's error result.
         try:
             decoded = json.loads(args)
-        except ValueError:
-            raise LlmError(
-                MALFORMED_RESPONSE,
-                f"{provider}: tool call `{name}` has arguments that are not valid JSON: "
-                f"{one_line(args, 80)!r}",
-            ) from None
-        if not isinstance(decoded, dict):
-            raise LlmError(
-                MALFORMED_RESPONSE,
-                f"{provider}: tool call `{name}` arguments are a JSON {type(decoded).__name__}, "
-                "expected an object",
-            )
-        arguments = decoded
+        except (ValueError, RecursionError):
+            decoded, problem = None, f"not valid JSON: {one_line(args, 80)!r}"
+        if problem is None:
+            if isinstance(decoded, dict):
+                arguments = decoded
+            else:
+                problem = f"a JSON {type_name(decoded)}, expected an object"
     else:
-        raise LlmError(MALFORMED_RESPONSE, f"{provider}: tool call `{name}` has invalid arguments")
+        problem = f"a {type_name(args)}, expected a JSON object"
     call_id = raw.get("id")
     return ToolCall(
         id=call_id if isinstance(call_id, str) and call_id else f"call_{index + 1}",
         name=name,
         arguments=arguments,
+        arguments_error=None if problem is None else f"the arguments are {problem}",
     )

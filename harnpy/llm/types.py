@@ -29,15 +29,27 @@ DEFAULT_BACKOFF_MS = 250
 @shape(forbid_extra=True)
 @attrs.define
 class ToolCall:
-    """A model-requested tool invocation: ``{id, name, arguments}`` (arguments always a dict)."""
+    """A model-requested tool invocation: ``{id, name, arguments}`` (arguments always a dict).
+
+    ``arguments_error`` says why the model's arguments could not be decoded (``arguments``
+    is then ``{}``); an agent loop answers such a call with a tool error result.
+    """
 
     id: str
     name: str
     arguments: dict[str, Any] = attrs.field(factory=dict)
+    arguments_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{id, name, arguments}`` (a new dict; ``arguments`` copied)."""
-        return unstructure(self)  # type: ignore[no-any-return]
+        """``{id, name, arguments, arguments_error?}`` (a new dict; ``arguments`` copied)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "arguments": unstructure(self.arguments),
+        }
+        if self.arguments_error is not None:
+            out["arguments_error"] = self.arguments_error
+        return out
 
 
 @shape(forbid_extra=True)

@@ -219,12 +219,13 @@ def test_json_without_choices_is_malformed(server, sleeps):
     assert info.value.message == "openai: response has no choices"
 
 
-def test_bad_tool_arguments_are_malformed(server, sleeps):
+def test_bad_tool_arguments_are_reported_on_the_call(server, sleeps):
+    # Undecodable arguments are the model's mistake, not a provider failure: the call
+    # carries the reason and an agent loop answers it with a tool error result.
     server.queue(CHAT_PATH, Reply(body=openai_tool_call("get_weather", "{city: Oslo")))
-    with pytest.raises(LlmError) as info:
-        make(server, sleeps).complete(ask())
-    assert info.value.category == "malformed_response"
-    assert "get_weather" in info.value.message
+    call = make(server, sleeps).complete(ask()).tool_calls[0]
+    assert call.name == "get_weather" and call.arguments == {}
+    assert call.arguments_error == "the arguments are not valid JSON: '{city: Oslo'"
 
 
 def test_error_envelope_with_200(server, sleeps):

@@ -160,7 +160,6 @@ println(r.tool_calls[0].result)
 # ------------------------------------------------------------------ M3 bad JSON tool args
 
 
-@xfail
 def test_m3_invalid_json_tool_arguments_are_fed_back_not_fatal(
     server: FakeLlmServer, tmp_path: Path
 ) -> None:
