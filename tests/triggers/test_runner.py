@@ -217,6 +217,11 @@ def test_workers_cli(tmp_path: Path) -> None:
     p = harnpy("workers", "ls", env=env)
     assert p.returncode == 0, p.stderr
     assert "wait_a  worker=worker_a  status=pending" in p.stdout and "event ci.green" in p.stdout
+    due = p.stdout.split("wait_b  ", 1)[1].split("due=", 1)[1].split("  ", 1)[0]
+    assert due.startswith("20")  # the deadline, as RFC 3339
+    p = harnpy("workers", "show", "worker_b", env=env)
+    assert f"due          {due}\n" in p.stdout  # show and ls agree
+    assert f"deadline     {due}\n" in p.stdout
     p = harnpy("workers", "show", "worker_b", "--json", env=env)
     data = json.loads(p.stdout)
     assert data["id"] == "wait_b" and data["snapshot_status"] == "suspended"

@@ -220,13 +220,19 @@ def _ls(args: argparse.Namespace, store: Any) -> int:
         sys.stdout.write("no parked workers\n")
         return 0
     for r in recs:
-        due = r.due_reason or _when(
-            min([x for x in (r.next_fire_ms, r.deadline_ms) if x is not None], default=None)
-        )
         sys.stdout.write(
-            f"{r.id}  worker={r.worker_id}  status={r.status}  due={due}  {_waiting_for(r)}\n"
+            f"{r.id}  worker={r.worker_id}  status={r.status}  due={_due(r)}  {_waiting_for(r)}\n"
         )
     return 0
+
+
+def _due(rec: Any) -> str:
+    """Why a wait is due (it fired), else when it next can be: its next cron tick or its
+    deadline, whichever comes first (``-`` for neither)."""
+    if rec.due_reason:
+        return str(rec.due_reason)
+    times = [x for x in (rec.next_fire_ms, rec.deadline_ms) if x is not None]
+    return _when(min(times, default=None))
 
 
 def _find(store: Any, key: str) -> Any:
@@ -256,7 +262,8 @@ def _show(args: argparse.Namespace, store: Any) -> int:
         f"status       {rec.status}",
         f"waiting for  {_waiting_for(rec)}",
         f"next tick    {_when(rec.next_fire_ms)}",
-        f"due          {rec.due_reason or '-'}",
+        f"deadline     {_when(rec.deadline_ms)}",
+        f"due          {_due(rec)}",
         f"snapshot     {rec.snapshot_path or '-'} (status {data['snapshot_status'] or '?'})",
         f"attempts     {rec.attempts}",
         f"claimed by   {rec.claimed_by or '-'}",
