@@ -135,23 +135,43 @@ def visible_text(text: str) -> str:
     return out.strip()
 
 
-def extract_json(text: str) -> tuple[bool, Any]:
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _strict_loads(text: str) -> Any:
+    """``json.loads`` without the ``NaN`` / ``Infinity`` extensions (RFC 8259 JSON)."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def parse_json_answer(text: str) -> tuple[bool, Any, str]:
     """Parse the JSON value in a model answer: the whole text, a fenced block, or the span
-    from the first ``{``/``[`` to the last matching bracket. Returns ``(ok, value)``."""
+    from the first ``{``/``[`` to the last matching bracket. Returns ``(ok, value,
+    problem)``; ``problem`` (when not ok) says why, e.g. ``the answer is not valid JSON:
+    nested too deeply``. ``NaN`` and ``Infinity`` are not JSON."""
     candidates = [text.strip()]
     candidates += [m.strip() for m in _FENCE.findall(text)]
     for open_c, close_c in (("{", "}"), ("[", "]")):
         start, end = text.find(open_c), text.rfind(close_c)
         if 0 <= start < end:
             candidates.append(text[start : end + 1])
+    problem = "the answer is not valid JSON"
     for c in candidates:
         if not c:
             continue
         try:
-            return True, json.loads(c)
+            return True, _strict_loads(c), ""
         except ValueError:
             continue
-    return False, None
+        except RecursionError:
+            problem = "the answer is not valid JSON: nested too deeply"
+    return False, None, problem
+
+
+def extract_json(text: str) -> tuple[bool, Any]:
+    """:func:`parse_json_answer` without the reason: ``(ok, value)``."""
+    ok, value, _ = parse_json_answer(text)
+    return ok, value
 
 
 def schema_issues(value: Any, schema: Any) -> list[str]:
@@ -164,6 +184,8 @@ def schema_issues(value: Any, schema: Any) -> list[str]:
         _, issues = validate(value, schema, numeric_compat=True)
     except ValueError as exc:
         return [f"at root: invalid schema: {exc}"]
+    except RecursionError:
+        return ["at root: value or schema nested too deeply"]
     return [render_issue(i) for i in issues]
 
 
@@ -253,8 +275,8 @@ def llm_call(thread: Any, *args: Any) -> Any:
         out = result_dict(resp, req)
         if not wants_json:
             return out
-        ok, data = extract_json(resp.text)
-        problems = ["the answer is not valid JSON"] if not ok else []
+        ok, data, problem = parse_json_answer(resp.text)
+        problems = [problem] if not ok else []
         if ok and schema is not None:
             problems = schema_issues(data, schema)
         if not problems:
