@@ -239,8 +239,10 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         )
     elif rec.status == "suspended":
         code = EXIT_PARKED
+        reason = (rec.suspension or {}).get("reason")
+        why = f" ({reason})" if isinstance(reason, str) and reason else ""
         note = (
-            f"harnpy: worker {rec.id} parked again; resume with: harnpy run --resume "
+            f"harnpy: worker {rec.id} parked again{why}; resume with: harnpy run --resume "
             f"{rec.snapshot_path}"
         )
     else:

@@ -138,7 +138,7 @@ def test_ten_turns_parking_at_three_and_seven(tmp_path: Path) -> None:
 
     second = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
     assert second.returncode == 3, second.stderr  # parked again
-    assert "parked again" in second.stderr
+    assert "parked again (park at 7)" in second.stderr  # with the new park's reason
     assert _log(tmp_path) == ["T1", "T2", "T4", "T5", "T6"]
     doc = json.loads(snap.read_text(encoding="utf-8"))
     assert doc["status"] == "suspended"
