@@ -203,10 +203,13 @@ def usage_dict(resp: Any) -> dict[str, Any]:
 
 
 def assistant_message(resp: Any) -> dict[str, Any]:
-    """The transcript message of a response: ``{role: "assistant", content, tool_calls?}``."""
+    """The transcript message of a response: ``{role: "assistant", content, tool_calls?,
+    thinking_blocks?}`` (``thinking_blocks``: see :class:`harnpy.llm.Message`)."""
     msg: dict[str, Any] = {"role": "assistant", "content": resp.text}
     if resp.tool_calls:
         msg["tool_calls"] = [tc.to_dict() for tc in resp.tool_calls]
+    if resp.thinking_blocks:
+        msg["thinking_blocks"] = [dict(b) for b in resp.thinking_blocks]
     return msg
 
 

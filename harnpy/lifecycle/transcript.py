@@ -86,7 +86,7 @@ def normalize_message(m: Any) -> dict[str, Any]:
     if role not in _ROLES:
         raise thrown(f"transcript: unknown message role {display(role)}")
     out: dict[str, Any] = {"role": role, "content": m.get("content")}
-    for key in ("tool_calls", "tool_call_id", "name"):
+    for key in ("tool_calls", "tool_call_id", "name", "thinking_blocks"):
         if m.get(key) is not None:
             out[key] = m[key]
     return out

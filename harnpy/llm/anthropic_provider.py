@@ -5,7 +5,9 @@ prompt in the top-level ``system`` field, turns assistant tool calls into ``tool
 and tool results into ``tool_result`` blocks of a user turn (consecutive turns of the same
 role are merged, as the API requires alternation). The raw JSON body is parsed here: ``text``
 blocks are concatenated, ``tool_use`` blocks become tool calls, ``thinking`` blocks become
-``raw_thinking``.
+``raw_thinking``; ``thinking`` / ``redacted_thinking`` blocks are also kept verbatim
+(``thinking_blocks``, with their ``signature``) and put back at the start of the assistant
+turn when the conversation is sent again, as the API requires with extended thinking.
 
 Settings: key from the request or ``ANTHROPIC_API_KEY`` (required); base URL from the
 request, ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com`` (a trailing ``/v1`` is
@@ -147,6 +149,8 @@ def _wire_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     else:
         blocks = []
     if message.role == "assistant":
+        # signed thinking blocks go first in the turn that holds the tool_use blocks
+        blocks[:0] = [dict(b) for b in message.thinking_blocks]
         blocks.extend(
             {"type": "tool_use", "id": tc.id, "name": tc.name, "input": tc.arguments}
             for tc in message.tool_calls
@@ -181,6 +185,7 @@ def parse_message(data: dict[str, Any], *, fallback_model: str) -> LlmResponse:
         raise LlmError(MALFORMED_RESPONSE, "anthropic: response content is not a list")
     texts: list[str] = []
     thinking: list[str] = []
+    thinking_blocks: list[dict[str, Any]] = []
     tool_calls: list[ToolCall] = []
     for i, block in enumerate(content):
         if not isinstance(block, dict):
@@ -194,6 +199,9 @@ def parse_message(data: dict[str, Any], *, fallback_model: str) -> LlmResponse:
         elif kind == "thinking":
             if isinstance(block.get("thinking"), str):
                 thinking.append(block["thinking"])
+            thinking_blocks.append(block)
+        elif kind == "redacted_thinking":
+            thinking_blocks.append(block)
         elif kind == "tool_use":
             name = require_str(block.get("name"), f"name of tool_use block #{i + 1}", "anthropic")
             args = block.get("input")
@@ -229,4 +237,5 @@ def parse_message(data: dict[str, Any], *, fallback_model: str) -> LlmResponse:
         model=model if isinstance(model, str) and model else fallback_model,
         provider="anthropic",
         raw_thinking="\n".join(thinking) if thinking else None,
+        thinking_blocks=thinking_blocks,
     )

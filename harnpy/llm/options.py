@@ -19,7 +19,7 @@ from harnpy.llm.errors import CONFIG, LlmError
 from harnpy.llm.types import LlmRequest, Message, ToolCall, ToolSpec, validation_message
 from harnpy.shapes import ShapeError, structure
 
-_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "thinking_blocks")
 # LlmRequest field -> the llm_call option users wrote (for error messages).
 _OPTION_NAMES = {
     "retries": "llm_retries",

@@ -60,6 +60,9 @@ class Message:
     ``content`` is a string, a list of provider-neutral content blocks (dicts, passed through
     to the provider) or None (assistant turns that only call tools). ``tool_calls`` appears on
     assistant turns; ``tool_call_id`` (and optionally ``name``) on ``tool`` result turns.
+    ``thinking_blocks`` keeps an assistant turn's provider reasoning blocks verbatim
+    (Anthropic ``thinking`` with its ``signature``, ``redacted_thinking``): the Messages API
+    wants them back at the start of the turn that called tools; other providers ignore them.
     """
 
     role: Role
@@ -67,6 +70,7 @@ class Message:
     tool_calls: list[ToolCall] = attrs.field(factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    thinking_blocks: list[dict[str, Any]] = attrs.field(factory=list)
 
     def to_wire(self) -> dict[str, Any]:
         """Compact dict (no empty/None fields except ``content``), as recorded by the mock."""
@@ -77,6 +81,8 @@ class Message:
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             out["name"] = self.name
+        if self.thinking_blocks:
+            out["thinking_blocks"] = [dict(b) for b in self.thinking_blocks]
         return out
 
     def text(self) -> str:
@@ -241,7 +247,9 @@ class LlmResponse:
     ``text`` is the concatenated visible text ("" when the model only called tools);
     ``stop_reason`` uses Anthropic's vocabulary (``end_turn``, ``max_tokens``, ``tool_use``,
     ``stop_sequence``; OpenAI's finish reasons are mapped) or None when unknown;
-    ``raw_thinking`` holds reasoning text when the provider returned any.
+    ``raw_thinking`` holds reasoning text when the provider returned any;
+    ``thinking_blocks`` the provider's reasoning blocks verbatim when it needs them sent
+    back (Anthropic; see :class:`Message`).
     """
 
     text: str = ""
@@ -251,6 +259,7 @@ class LlmResponse:
     model: str = ""
     provider: str = ""
     raw_thinking: str | None = None
+    thinking_blocks: list[dict[str, Any]] = attrs.field(factory=list)
 
     def to_harn_fields(self) -> dict[str, Any]:
         """The provider-level fields of Harn's ``llm_call`` result (lifecycle.md 2.14).

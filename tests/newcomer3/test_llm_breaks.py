@@ -208,7 +208,6 @@ println("survived")
 # ------------------------------------------------------------------ M5 anthropic thinking
 
 
-@xfail
 def test_m5_anthropic_thinking_blocks_are_sent_back_with_tool_use(
     server: FakeLlmServer, tmp_path: Path
 ) -> None:
