@@ -305,40 +305,17 @@ def flush_stdout() -> None:
 
 
 def render_runtime_error(e: Any, rt: Any) -> str:
-    """``path:line:col: error[CODE]: message`` + source line/caret + Harn stack trace."""
-    from harnpy.diagnostics import Diagnostic
+    """``path:line:col: error[CODE]: message`` + source line/caret + Harn stack trace
+    (:func:`harnpy.runtime.errors.render_error` with the sources of ``rt``'s modules)."""
+    from harnpy.runtime.errors import render_error
 
-    trace = list(getattr(e, "trace", []))
-    if trace:
-        top = trace[0]
-        src = None
-        mod = rt.modules.get(top.path) if hasattr(rt, "modules") else None
-        if mod is not None:
-            src = mod.source
-        d = Diagnostic(
-            e.code, e.message, top.path, top.line, top.col, source=src, end_col=top.end_col
-        )
-        lines = [d.render()]
-        lines.append("stack trace (most recent call first):")
-        for t, repeats in _collapse_repeats(trace):
-            lines.append(f"  at {t.function} ({t.path}:{t.line}:{t.col})")
-            if repeats:
-                lines.append(f"  ... the frame above repeated {repeats} more times")
-        return "\n".join(lines)
-    return f"error[{e.code}]: {e.message}"
+    modules = getattr(rt, "modules", {})
 
+    def source_of(path: str) -> str | None:
+        mod = modules.get(path)
+        return None if mod is None else mod.source  # type: ignore[no-any-return]
 
-def _collapse_repeats(trace: list[Any]) -> list[tuple[Any, int]]:
-    """Runs of identical trace entries (deep recursion): ``(entry, extra repeats)``."""
-    out: list[tuple[Any, int]] = []
-    i = 0
-    while i < len(trace):
-        j = i
-        while j + 1 < len(trace) and trace[j + 1] == trace[i]:
-            j += 1
-        out.append((trace[i], j - i))
-        i = j + 1
-    return out
+    return render_error(e, source_of)
 
 
 def report_internal_error(e: BaseException) -> int:

@@ -155,8 +155,22 @@ class Frame:
     registered by ``defer`` (run LIFO at exit).
     """
 
-    __slots__ = ("code", "slots", "pc", "parent", "ret_slot", "thread", "generator", "defers")
+    # ``tail_calls`` (how many callers this frame replaced by ``return f(x)``) is set only by
+    # a tail call and read with getattr: error traces note the callers it left out. It is
+    # diagnostics only, not snapshot data.
+    __slots__ = (
+        "code",
+        "slots",
+        "pc",
+        "parent",
+        "ret_slot",
+        "thread",
+        "generator",
+        "defers",
+        "tail_calls",
+    )
 
+    tail_calls: int
     native = False
 
     def __init__(self, code: CodeObject, slots: list[Any], thread: Any) -> None:

@@ -13,6 +13,7 @@ value too large to build (:data:`MAX_BUILD_SIZE`, or the interpreter ran out of 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ class TraceEntry:
     line: int
     col: int
     end_col: int = 0  # exclusive end column of the failing expression on ``line`` (0: unknown)
+    tail_calls: int = 0  # callers this frame replaced by tail calls (left out of the trace)
 
 
 class HarnError(Exception):
@@ -134,3 +136,45 @@ def too_large(what: str, size: int, unit: str = "items") -> HarnRuntimeError:
     return runtime_error(
         f"{what}: result too large ({size} {unit}, the limit is {MAX_BUILD_SIZE})", "E323"
     )
+
+
+def render_error(
+    exc: HarnError, source_of: Callable[[str], str | None], *, min_trace: int = 1
+) -> str:
+    """The text of an uncaught runtime error, as ``harnpy run`` and the REPL print it:
+    ``path:line:col: error[CODE]: message``, the source line with a caret under the failing
+    expression, then the Harn stack trace (most recent call first; runs of one repeated
+    entry collapsed, frames replaced by tail calls noted) when it has at least
+    ``min_trace`` entries. ``source_of(path)`` gives a module's source text, or None."""
+    from harnpy.diagnostics import Diagnostic
+
+    trace = list(exc.trace)
+    if not trace:
+        return f"error[{exc.code}]: {exc.message}"
+    top = trace[0]
+    d = Diagnostic(
+        exc.code,
+        exc.message,
+        top.path,
+        top.line,
+        top.col,
+        source=source_of(top.path),
+        end_col=top.end_col,
+    )
+    lines = [d.render()]
+    if len(trace) >= min_trace:
+        lines.append("stack trace (most recent call first):")
+        i = 0
+        while i < len(trace):
+            t = trace[i]
+            j = i
+            while j + 1 < len(trace) and trace[j + 1] == t:
+                j += 1
+            lines.append(f"  at {t.function} ({t.path}:{t.line}:{t.col})")
+            if j > i:
+                lines.append(f"  ... the frame above repeated {j - i} more times")
+            if t.tail_calls:
+                frames = "frame" if t.tail_calls == 1 else "frames"
+                lines.append(f"  ... {t.tail_calls} {frames} elided by tail calls")
+            i = j + 1
+    return "\n".join(lines)

@@ -333,6 +333,7 @@ def op_tail_call(callee: Ev, argevs: list[Ev], spread: list[bool], target: int, 
             nf = Frame(fn.code, calls.closure_slots(fn, args), th)
             nf.parent = f.parent
             nf.ret_slot = f.ret_slot
+            nf.tail_calls = getattr(f, "tail_calls", 0) + 1
             th.frame = nf
             return SWITCH
         return call_value(f, fn, args, target, nxt)

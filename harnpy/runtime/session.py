@@ -34,11 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harnpy.diagnostics import Diagnostic, DiagnosticError
+from harnpy.diagnostics import DiagnosticError
 from harnpy.runtime import modules as M
 from harnpy.runtime.code import CodeObject
 from harnpy.runtime.compiler import CompileError, Compiler, ModuleContext
-from harnpy.runtime.errors import HarnError, HarnInterrupt
+from harnpy.runtime.errors import HarnError, HarnInterrupt, render_error
 from harnpy.runtime.modules import ModuleInstance
 from harnpy.syntax import ast as A
 
@@ -519,25 +519,8 @@ class Session:
         if isinstance(exc, DiagnosticError):
             return exc.render()
         if isinstance(exc, HarnError):
-            trace = list(exc.trace)
-            if not trace:
-                return f"error[{exc.code}]: {exc.message}"
-            top = trace[0]
-            d = Diagnostic(
-                exc.code,
-                exc.message,
-                top.path,
-                top.line,
-                top.col,
-                source=self._source(top.path),
-                end_col=top.end_col,
-            )
-            lines = [d.render()]
-            if len(trace) > 1:
-                lines.append("stack trace (most recent call first):")
-                for t in trace:
-                    lines.append(f"  at {t.function} ({t.path}:{t.line}:{t.col})")
-            return "\n".join(lines)
+            # a trace naming only the entry itself adds nothing to the caret line
+            return render_error(exc, self._source, min_trace=2)
         code = getattr(exc, "code", None)
         message = getattr(exc, "message", None) or str(exc)
         return f"error[{code}]: {message}" if isinstance(code, str) else f"error: {message}"

@@ -334,7 +334,14 @@ class Thread:
                     else:
                         (line, col), end_col = f.code.line_at(where), 0
                     exc.trace.append(
-                        TraceEntry(f.code.name, f.code.module.path, line, col, end_col)
+                        TraceEntry(
+                            f.code.name,
+                            f.code.module.path,
+                            line,
+                            col,
+                            end_col,
+                            getattr(f, "tail_calls", 0),
+                        )
                     )
                 if f.defers and f.code.defer_slot is not None and not rethrown:
                     # Leaving by a throw: run the frame's deferred blocks first, then go on

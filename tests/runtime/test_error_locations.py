@@ -83,3 +83,19 @@ def test_an_expression_over_several_lines_gets_a_single_caret() -> None:
     err, rendered = failure('let u = json_parse("null")\nlet z = [1,\n  2] + (u\n  - 1)\n')
     assert (err.trace[0].line, err.trace[0].col) == (3, 9)
     assert caret_line(rendered) == "    | " + " " * 8 + "^"
+
+
+def test_frames_replaced_by_tail_calls_are_noted_in_the_trace() -> None:
+    err, rendered = failure(
+        "fn a(x) { return x.foo.bar }\nfn b(x) { return a(x) }\nfn c(x) {\n  let r = b(x)\n"
+        "  return r\n}\nc({foo: nil})\n"
+    )
+    assert [(t.function, t.tail_calls) for t in err.trace] == [
+        ("a", 1),
+        ("c", 0),
+        ("<module>", 0),
+    ]
+    lines = rendered.splitlines()
+    at_a = lines.index("  at a (t.harn:1:18)")
+    assert lines[at_a + 1] == "  ... 1 frame elided by tail calls"
+    assert lines[at_a + 2] == "  at c (t.harn:4:11)"
