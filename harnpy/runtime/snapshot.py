@@ -955,6 +955,8 @@ class _Decoder:
             if tag == "closure":
                 return Closure(self.code(raw["code"]), [], None)
             if tag == "generator":
+                if raw["kind"] not in ("generator", "stream"):
+                    raise SnapshotError(f"unknown generator kind {raw['kind']!r}", "E404")
                 return Generator(None, raw["kind"])
             if tag == "frame":
                 return Frame(self.code(raw["code"]), [], self.thread)
@@ -994,6 +996,12 @@ class _Decoder:
             obj.done = raw["done"]
             obj.running = raw.get("running", False)
             obj.frame = self.dec(raw["frame"]) if raw["frame"] is not None else None
+            if (
+                type(obj.done) is not bool
+                or type(obj.running) is not bool
+                or (obj.frame is not None and type(obj.frame) is not Frame)
+            ):
+                raise SnapshotError("a generator in the snapshot is malformed", "E404")
         elif t is Frame:
             obj.pc = raw["pc"]
             obj.ret_slot = raw["ret_slot"]
@@ -1016,7 +1024,16 @@ class _Decoder:
                     f"frame of {obj.code.name} has a parent that is not a frame", "E404"
                 )
             obj.generator = self.dec(raw["generator"]) if raw.get("generator") else None
+            if obj.generator is not None and type(obj.generator) is not Generator:
+                raise SnapshotError(
+                    f"frame of {obj.code.name} has a generator that is not one", "E404"
+                )
             obj.defers = [self.dec(d) for d in raw["defers"]] if raw.get("defers") else None
+            if obj.defers is not None and any(type(d) is not Closure for d in obj.defers):
+                raise SnapshotError(
+                    f"frame of {obj.code.name} has a deferred block that is not a closure",
+                    "E404",
+                )
         elif t is Atomic:
             obj.value = self.dec(raw["value"])
         elif t is Channel:
@@ -1058,6 +1075,23 @@ class _Decoder:
             raise SnapshotError(
                 f"snapshot refers to code {ref!r} that the current source does not have", "E406"
             ) from None
+
+
+def _check_frame_chains(heap: list[Any]) -> None:
+    """Refuse a snapshot whose frames' ``parent`` links form a cycle (a damaged file: the
+    thread would return into itself forever). Raises SnapshotError E404."""
+    finished: set[int] = set()
+    for obj in heap:
+        if type(obj) is not Frame:
+            continue
+        seen: set[int] = set()
+        f: Any = obj
+        while f is not None and id(f) not in finished:
+            if id(f) in seen:
+                raise SnapshotError("the frames in the snapshot call each other in a cycle", "E404")
+            seen.add(id(f))
+            f = f.parent
+        finished |= seen
 
 
 class _Deferred:
@@ -1193,6 +1227,14 @@ def restore(
         top = doc["thread"]["top"]
         frame = d.dec(top) if top is not None else None
         depth = int(doc["thread"]["depth"])
+        if frame is not None and type(frame) is not Frame:
+            raise SnapshotError("the thread's top frame in the snapshot is not a frame", "E404")
+        _check_frame_chains(d.heap)
+        for m, g in new_globals:
+            if type(g) is not dict:
+                raise SnapshotError(
+                    f"the globals of {m.path} in the snapshot are not a dict", "E404"
+                )
     except SnapshotError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:

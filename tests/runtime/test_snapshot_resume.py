@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import harnpy
 
 PROGRAM = Path(__file__).parent / "programs" / "snapshot_deep.harn"
@@ -87,3 +89,39 @@ def test_snapshot_of_a_host_object_names_the_variable(tmp_path: Path) -> None:
     assert res.returncode == 1
     assert "rng" in res.stderr and "host object" in res.stderr
     assert not (tmp_path / "s.json").exists()
+
+
+def _first(heap: list[dict], tag: str) -> int:
+    return next(i for i, v in enumerate(heap) if isinstance(v, dict) and v.get("$t") == tag)
+
+
+DAMAGE = {
+    "frame parent is itself": lambda d: d["heap"][_first(d["heap"], "frame")].update(
+        parent={"$ref": _first(d["heap"], "frame")}
+    ),
+    "generator kind": lambda d: d["heap"][_first(d["heap"], "generator")].update(kind="zz"),
+    "generator done": lambda d: d["heap"][_first(d["heap"], "generator")].update(done="x"),
+    "frame generator": lambda d: d["heap"][_first(d["heap"], "frame")].update(generator=[None]),
+    "frame defers": lambda d: d["heap"][_first(d["heap"], "frame")].update(defers=[1]),
+    "thread top": lambda d: d["thread"].update(top=0),
+    "module globals": lambda d: d["globals"].update({k: True for k in d["globals"]}),
+    "untagged heap entry": lambda d: d["heap"][_first(d["heap"], "frame")].update({"$t": None}),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_structurally_damaged_snapshot_is_refused_and_left_as_it_was(
+    tmp_path: Path, damage: str
+) -> None:
+    prog = _setup(tmp_path)
+    snap = tmp_path / "state.json"
+    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 0
+    doc = json.loads(snap.read_text())
+    DAMAGE[damage](doc)
+    snap.write_text(json.dumps(doc))
+    before = snap.read_bytes()
+    res = harnpy("run", "--resume", str(snap), cwd=tmp_path, timeout=30)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "error[E404]" in res.stderr and "Traceback" not in res.stderr
+    assert "bug in harnpy" not in res.stderr
+    assert snap.read_bytes() == before
