@@ -34,6 +34,7 @@ from harnpy.llm.errors import (
     one_line,
 )
 from harnpy.llm.types import LlmRequest, LlmResponse
+from harnpy.shapes import kind_name
 
 DISABLED_ENV = "HARN_LLM_CALLS_DISABLED"
 
@@ -193,7 +194,7 @@ class RemoteProvider:
         if not isinstance(data, dict):
             raise LlmError(
                 MALFORMED_RESPONSE,
-                f"{self.name}: response body is a JSON {type(data).__name__}, expected an object",
+                f"{self.name}: response body is a JSON {kind_name(data)}, expected an object",
             )
         try:
             return self._parse(data, settings)

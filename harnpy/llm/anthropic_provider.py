@@ -31,6 +31,7 @@ from harnpy.llm.errors import (
     SERVER_ERROR,
     LlmError,
     one_line,
+    type_name,
 )
 from harnpy.llm.routing import env_model
 from harnpy.llm.types import LlmRequest, LlmResponse, Message, ToolCall, Usage
@@ -210,7 +211,7 @@ def parse_message(data: dict[str, Any], *, fallback_model: str) -> LlmResponse:
             if not isinstance(args, dict):
                 raise LlmError(
                     MALFORMED_RESPONSE,
-                    f"anthropic: tool_use `{name}` input is a {type(args).__name__}, expected an object",
+                    f"anthropic: tool_use `{name}` input is a {type_name(args)}, expected an object",
                 )
             call_id = block.get("id")
             tool_calls.append(

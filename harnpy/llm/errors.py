@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnpy.shapes import kind_name
+
 RATE_LIMIT = "rate_limit"
 OVERLOADED = "overloaded"
 TIMEOUT = "timeout"
@@ -112,6 +114,13 @@ _STATUS_WORDS = {
 def describe_status(category: str) -> str:
     """Short human phrase for a status-derived category (``rate limited``, ``server error``)."""
     return _STATUS_WORDS.get(category, category.replace("_", " "))
+
+
+def type_name(value: Any) -> str:
+    """Harn's name for the type of a JSON-like ``value`` (``string``, ``nil``, ``list``,
+    ``dict``...) for error messages, as :func:`harnpy.runtime.values.type_name` names it
+    (this package may not import the runtime: ``tests/test_layering.py``)."""
+    return "nil" if value is None else kind_name(value)
 
 
 def one_line(text: object, limit: int = 300) -> str:

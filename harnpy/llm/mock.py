@@ -49,7 +49,7 @@ from typing import IO, Any
 
 import attrs
 
-from harnpy.llm.errors import CONFIG, DISABLED, MOCK_UNMATCHED, LlmError
+from harnpy.llm.errors import CONFIG, DISABLED, MOCK_UNMATCHED, LlmError, type_name
 from harnpy.llm.types import (
     LlmRequest,
     LlmResponse,
@@ -135,7 +135,7 @@ def parse_mock_entry(value: Any, where: str = "llm_mock") -> MockEntry:
     if isinstance(value, MockEntry):
         return value
     if not isinstance(value, Mapping):
-        raise LlmError(CONFIG, f"{where}: expected a dict, got {type(value).__name__}")
+        raise LlmError(CONFIG, f"{where}: expected a dict, got {type_name(value)}")
     cleaned = {k: v for k, v in value.items() if v is not None}
     try:
         return structure(cleaned, MockEntry)
@@ -147,14 +147,19 @@ def load_mock_jsonl(path: str | Path) -> list[MockEntry]:
     """Read a ``--llm-mock`` fixture file: one entry per line, blank lines skipped.
 
     Raises:
-        LlmError: ``config`` naming ``<path>:<line>`` for unreadable files, invalid JSON or
-            invalid entries.
+        LlmError: ``config`` naming ``<path>:<line>`` for unreadable or non-UTF-8 files
+            (a UTF-8 byte order mark is skipped), invalid JSON or invalid entries.
     """
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        # utf-8-sig: a leading byte order mark (editors on Windows) is not part of line 1
+        lines = p.read_bytes().decode("utf-8-sig").splitlines()
     except OSError as exc:
         raise LlmError(CONFIG, f"--llm-mock: cannot read {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise LlmError(
+            CONFIG, f"--llm-mock: {p} is not UTF-8 text (invalid byte at offset {exc.start})"
+        ) from None
     entries = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():

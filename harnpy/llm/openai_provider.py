@@ -27,10 +27,17 @@ from types import ModuleType
 from typing import Any
 
 from harnpy.llm._remote import RemoteProvider, Settings, as_int, require_str
-from harnpy.llm.errors import CONFIG, MALFORMED_RESPONSE, SERVER_ERROR, LlmError, one_line
+from harnpy.llm.errors import (
+    CONFIG,
+    MALFORMED_RESPONSE,
+    SERVER_ERROR,
+    LlmError,
+    one_line,
+    type_name,
+)
 from harnpy.llm.routing import env_model
 from harnpy.llm.types import LlmRequest, LlmResponse, Message, ToolCall, Usage
-from harnpy.runtime.values import type_name
+from harnpy.shapes import kind_name
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4o"
@@ -268,7 +275,7 @@ def _content_text(content: Any, provider: str) -> str:
             elif isinstance(part, str):
                 parts.append(part)
         return "".join(parts)
-    raise LlmError(MALFORMED_RESPONSE, f"{provider}: message content is a {type(content).__name__}")
+    raise LlmError(MALFORMED_RESPONSE, f"{provider}: message content is a {type_name(content)}")
 
 
 def _tool_call(index: int, raw: Any, provider: str) -> ToolCall:
@@ -295,7 +302,7 @@ def _tool_call(index: int, raw: Any, provider: str) -> ToolCall:
             if isinstance(decoded, dict):
                 arguments = decoded
             else:
-                problem = f"a JSON {type_name(decoded)}, expected an object"
+                problem = f"a JSON {kind_name(decoded)}, expected an object"
     else:
         problem = f"a {type_name(args)}, expected a JSON object"
     call_id = raw.get("id")

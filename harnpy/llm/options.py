@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harnpy.llm.errors import CONFIG, LlmError
+from harnpy.llm.errors import CONFIG, LlmError, type_name
 from harnpy.llm.types import LlmRequest, Message, ToolCall, ToolSpec, validation_message
 from harnpy.shapes import ShapeError, structure
 
@@ -40,7 +40,7 @@ def coerce_message(value: Any, where: str = "messages") -> Message:
     if isinstance(value, Message):
         return value
     if not isinstance(value, Mapping):
-        raise LlmError(CONFIG, f"{where}: expected a message dict, got {type(value).__name__}")
+        raise LlmError(CONFIG, f"{where}: expected a message dict, got {type_name(value)}")
     data = {k: value[k] for k in _MESSAGE_KEYS if value.get(k) is not None}
     calls = data.get("tool_calls")
     if calls is not None:

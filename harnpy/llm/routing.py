@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harnpy.llm.errors import CONFIG, LlmError
+from harnpy.llm.errors import CONFIG, LlmError, type_name
 
 PROVIDERS = ("mock", "openai", "anthropic", "ollama", "local")
 _ALIASES = {"fake": "mock"}
@@ -84,7 +84,7 @@ def _explicit(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise LlmError(CONFIG, f"option `provider` must be a string, got {type(value).__name__}")
+        raise LlmError(CONFIG, f"option `provider` must be a string, got {type_name(value)}")
     value = value.strip()
     return None if not value or value.lower() == "auto" else value
 
@@ -112,7 +112,7 @@ def resolve_route(options: Mapping[str, Any], env: Mapping[str, str]) -> Route:
     """
     raw_model = options.get("model")
     if raw_model is not None and not isinstance(raw_model, str):
-        raise LlmError(CONFIG, f"option `model` must be a string, got {type(raw_model).__name__}")
+        raise LlmError(CONFIG, f"option `model` must be a string, got {type_name(raw_model)}")
     model = (raw_model or "").strip() or env_model(env)
     prefixed, bare = _split_prefix(model) if model else (None, None)
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import attrs
 
-from harnpy.llm.errors import CONFIG, LlmError
+from harnpy.llm.errors import CONFIG, LlmError, type_name
 from harnpy.shapes import ShapeError, at_least, shape, unstructure
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -128,7 +128,7 @@ class ToolSpec:
         if isinstance(value, ToolSpec):
             return value
         if not isinstance(value, dict):
-            raise LlmError(CONFIG, f"tools: expected a tool dict, got {type(value).__name__}")
+            raise LlmError(CONFIG, f"tools: expected a tool dict, got {type_name(value)}")
         if isinstance(value.get("function"), dict):
             value = value["function"]
         name = value.get("name")
