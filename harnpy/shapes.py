@@ -123,6 +123,16 @@ def at_least(bound: int) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     return check
 
 
+def positive() -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """attrs validator: the value (a number, or None) is finite and greater than 0."""
+
+    def check(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None and not 0 < value < float("inf"):
+            raise _FieldProblem(attr.name, "must be a positive number")
+
+    return check
+
+
 def min_len(n: int) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     """attrs validator: the value (a string or list, or None) has at least ``n`` items."""
 

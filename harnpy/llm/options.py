@@ -118,8 +118,8 @@ def build_request(
     timeout_s = opts.get("timeout")
     if timeout_s is None and opts.get("timeout_ms") is not None:
         ms = opts["timeout_ms"]
-        if not isinstance(ms, int | float) or isinstance(ms, bool):
-            raise LlmError(CONFIG, f"{where}: option `timeout_ms` must be a number")
+        if not isinstance(ms, int | float) or isinstance(ms, bool) or not 0 < ms < float("inf"):
+            raise LlmError(CONFIG, f"{where}: option `timeout_ms` must be a positive number")
         timeout_s = ms / 1000.0
     tool_format = opts.get("tool_format")
     if tool_format == "auto":

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import attrs
 
 from harnpy.llm.errors import CONFIG, LlmError, type_name
-from harnpy.shapes import ShapeError, at_least, shape, unstructure
+from harnpy.shapes import ShapeError, at_least, positive, shape, unstructure
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -196,7 +196,7 @@ class LlmRequest:
     response_format: Literal["text", "json"] | None = None
     output_schema: dict[str, Any] | None = None
     thinking: Any = None
-    timeout_s: float | None = None
+    timeout_s: float | None = attrs.field(default=None, validator=positive())
     retries: int | None = attrs.field(default=None, validator=at_least(0))
     backoff_ms: int | None = attrs.field(default=None, validator=at_least(0))
     base_url: str | None = None

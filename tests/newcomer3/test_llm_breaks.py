@@ -261,7 +261,6 @@ def test_m6_non_utf8_llm_mock_file_is_a_usage_error_not_a_traceback(tmp_path: Pa
 # ------------------------------------------------------------------ M7 timeout option
 
 
-@xfail
 def test_m7_negative_timeout_is_a_config_error() -> None:
     out = run(
         'println(try { llm_call("hi", nil, {provider: "openai", model: "gpt-4o", '
@@ -271,7 +270,6 @@ def test_m7_negative_timeout_is_a_config_error() -> None:
     assert "ValueError" not in out
 
 
-@xfail
 def test_m7_zero_timeout_is_a_config_error_not_a_network_error(server: FakeLlmServer) -> None:
     server.default_reply = Reply(body=openai_text("never"))
     out = run(
