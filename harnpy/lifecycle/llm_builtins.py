@@ -30,10 +30,11 @@ from harnpy.stdlib.registry import builtin
 #: Default number of re-asks after a JSON/schema failure (Harn's ``schema_retries``).
 DEFAULT_SCHEMA_RETRIES = 1
 
-_DONE_BLOCK = re.compile(r"<done>.*?</done>", re.DOTALL)
-_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL)
-_TOOL_CALL_BLOCK = re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL)
-_PROSE = re.compile(r"<assistant_prose>(.*?)</assistant_prose>", re.DOTALL)
+# Opening and closing tags of the blocks visible_text handles (group 1 is "/" for a close).
+_DONE_TAG = re.compile(r"<(/?)done>")
+_THINK_TAG = re.compile(r"<(/?)think(?:ing)?>")
+_TOOL_CALL_TAG = re.compile(r"<(/?)tool_call>")
+_PROSE_TAG = re.compile(r"<(/?)assistant_prose>")
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
 
 
@@ -119,18 +120,48 @@ def build(prompt: Any, system: Any, options: Any, where: str = "llm_call") -> An
         raise HarnThrow(llm_error_value(exc)) from None
 
 
+def _blocks(text: str, tag: re.Pattern[str]) -> list[tuple[int, int, int, int]]:
+    """The ``open ... close`` blocks of ``text`` as ``(start, end, inner_start, inner_end)``:
+    each block runs from an opening tag to the first closing tag after it, like the regex
+    ``<t>.*?</t>`` but in one linear pass (the regex rescans the rest of the text for every
+    unclosed opening tag: quadratic)."""
+    out: list[tuple[int, int, int, int]] = []
+    start = inner = -1
+    for m in tag.finditer(text):
+        if start < 0:
+            if not m.group(1):
+                start, inner = m.start(), m.end()
+        elif m.group(1):
+            out.append((start, m.end(), inner, m.start()))
+            start = -1
+    return out
+
+
+def _strip_blocks(text: str, tag: re.Pattern[str]) -> str:
+    """``text`` without its ``tag`` blocks (see :func:`_blocks`)."""
+    blocks = _blocks(text, tag)
+    if not blocks:
+        return text
+    parts, pos = [], 0
+    for start, end, _, _ in blocks:
+        parts.append(text[pos:start])
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 def visible_text(text: str) -> str:
     """The human-visible part of a model answer: ``<think>``, ``<tool_call>`` and ``<done>``
     blocks removed, ``<assistant_prose>`` unwrapped, the bare ``##DONE##`` sentinel dropped,
     trimmed."""
     if not text:
         return ""
-    out = _THINK_BLOCK.sub("", text)
-    out = _TOOL_CALL_BLOCK.sub("", out)
-    out = _DONE_BLOCK.sub("", out)
-    prose = _PROSE.findall(out)
+    out = _strip_blocks(text, _THINK_TAG)
+    out = _strip_blocks(out, _TOOL_CALL_TAG)
+    out = _strip_blocks(out, _DONE_TAG)
+    prose = _blocks(out, _PROSE_TAG)
     if prose:
-        out = "\n".join(p.strip() for p in prose)
+        out = "\n".join(out[i:j].strip() for _, _, i, j in prose)
     out = out.replace("##DONE##", "")
     return out.strip()
 

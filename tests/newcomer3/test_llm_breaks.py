@@ -283,7 +283,6 @@ def test_m7_zero_timeout_is_a_config_error_not_a_network_error(server: FakeLlmSe
 # ------------------------------------------------------------------ M8 quadratic visible_text
 
 
-@xfail
 def test_m8_visible_text_is_not_quadratic_on_unclosed_think_tags() -> None:
     code = (
         "from harnpy.lifecycle.llm_builtins import visible_text\n"
