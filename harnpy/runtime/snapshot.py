@@ -43,7 +43,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from harnpy.runtime.calls import StructType
-from harnpy.runtime.code import CODEGEN_VERSION, MISSING, UNBOUND, CodeObject, Frame, NativeFrame
+from harnpy.runtime.code import (
+    CODEGEN_VERSION,
+    MISSING,
+    RET_THREAD,
+    UNBOUND,
+    CodeObject,
+    Frame,
+    NativeFrame,
+)
 from harnpy.runtime.errors import HarnError, HarnRuntimeError, HarnThrow
 from harnpy.runtime.values import (
     Atomic,
@@ -1022,6 +1030,13 @@ class _Decoder:
             if obj.parent is not None and type(obj.parent) not in (Frame, NativeFrame):
                 raise SnapshotError(
                     f"frame of {obj.code.name} has a parent that is not a frame", "E404"
+                )
+            caller = obj.parent.code.nslots if type(obj.parent) is Frame else None
+            if obj.ret_slot < RET_THREAD or (caller is not None and obj.ret_slot >= caller):
+                raise SnapshotError(
+                    f"frame of {obj.code.name} returns into slot {obj.ret_slot}, which its "
+                    "caller does not have",
+                    "E404",
                 )
             obj.generator = self.dec(raw["generator"]) if raw.get("generator") else None
             if obj.generator is not None and type(obj.generator) is not Generator:

@@ -104,6 +104,7 @@ DAMAGE = {
     "frame generator": lambda d: d["heap"][_first(d["heap"], "frame")].update(generator=[None]),
     "frame defers": lambda d: d["heap"][_first(d["heap"], "frame")].update(defers=[1]),
     "thread top": lambda d: d["thread"].update(top=0),
+    "return slot": lambda d: d["heap"][_first(d["heap"], "frame")].update(ret_slot=10**9),
     "module globals": lambda d: d["globals"].update({k: True for k in d["globals"]}),
     "untagged heap entry": lambda d: d["heap"][_first(d["heap"], "frame")].update({"$t": None}),
 }
