@@ -128,7 +128,8 @@ def json_schema(entry: dict[str, Any]) -> dict[str, Any]:
 
 def to_entries(runtime: Any, tools: Any, where: str) -> list[dict[str, Any]]:
     """Registry entries from an ``agent_loop``/``llm_call`` ``tools`` value: a registry, a
-    list of entries, ``tool`` declarations or tool dicts, or nil.
+    list of entries, ``tool`` declarations or tool dicts, or nil. A tool named like an
+    earlier one replaces it (last wins, in the later one's place), as with ``tool_define``.
 
     Raises:
         HarnThrow: ``<where>: tools must be a tool registry or a list of tools``.
@@ -144,16 +145,19 @@ def to_entries(runtime: Any, tools: Any, where: str) -> list[dict[str, Any]]:
         if decl is None:
             raise thrown(f"{where}: tools must be a tool registry or a list of tools")
         items = [tools]
-    out = []
+    by_name: dict[str, dict[str, Any]] = {}
     for item in items:
         decl = declared_spec(runtime, item)
         if decl is not None:
-            out.append(entry_of_declaration(decl, item))
+            entry = entry_of_declaration(decl, item)
         elif type(item) is dict and type(item.get("name")) is str:
-            out.append(item)
+            entry = item
         else:
             raise thrown(f"{where}: cannot use {display(item)} as a tool")
-    return out
+        # a tool named like an earlier one replaces it (as tool_define does)
+        by_name.pop(entry["name"], None)
+        by_name[entry["name"]] = entry
+    return list(by_name.values())
 
 
 def wire_tools(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -294,7 +298,8 @@ def outcome_of(result: Any) -> tuple[bool, Any]:
 @builtin("tool_registry")
 def tool_registry(thread: Any, *args: Any) -> dict[str, Any]:
     """``tool_registry()``: an empty registry ``{_type: "tool_registry", tools: []}``.
-    ``tool_registry([decl, ...])`` starts it with ``tool`` declarations or entries."""
+    ``tool_registry([decl, ...])`` starts it with ``tool`` declarations or entries; a tool
+    named like an earlier one replaces it, as with ``tool_define``."""
     args = strip_harness(args)
     reg = new_registry()
     first = arg(args, 0)

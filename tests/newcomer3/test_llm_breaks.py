@@ -314,7 +314,6 @@ def test_m9_agent_loop_provider_failure_uses_a_spec_status() -> None:
 # ------------------------------------------------------------------ M10 duplicate tools
 
 
-@xfail
 def test_m10_tool_registry_does_not_offer_duplicate_tool_names() -> None:
     out = run(
         ADD_TOOL + 'llm_call("x", nil, {provider: "mock", tools: tool_registry([add, add])})\n'
