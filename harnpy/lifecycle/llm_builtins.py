@@ -205,14 +205,18 @@ def extract_json(text: str) -> tuple[bool, Any]:
     return ok, value
 
 
-def schema_issues(value: Any, schema: Any) -> list[str]:
+def schema_issues(value: Any, schema: Any, *, strict_ints: bool = False) -> list[str]:
     """Violations of ``value`` against a JSON/Harn schema, rendered ``at <path>: <msg>``
     (empty when valid). Numbers are compared leniently (JSON has one number type: ``8``
-    satisfies ``number``)."""
+    satisfies ``number``); with ``strict_ints`` only that way (spec 3.11: an int passes for
+    a float, never a float for an int), as typed tool parameters need."""
     from harnpy.stdlib.schema import render_issue, validate
 
     try:
-        _, issues = validate(value, schema, numeric_compat=True)
+        if strict_ints:
+            _, issues = validate(value, schema, int_as_float=True)
+        else:
+            _, issues = validate(value, schema, numeric_compat=True)
     except ValueError as exc:
         return [f"at root: invalid schema: {exc}"]
     except RecursionError:

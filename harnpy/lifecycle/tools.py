@@ -205,7 +205,7 @@ def argument_problems(entry: dict[str, Any], args: Any) -> list[str]:
 
     if type(args) is not dict:
         return [f"at root: expected an arguments object, got {display(args)}"]
-    return schema_issues(args, json_schema(entry))
+    return schema_issues(args, json_schema(entry), strict_ints=True)
 
 
 def prepare_call(

@@ -425,16 +425,23 @@ def _num(x: float) -> str:
 
 
 def validate(
-    value: Any, schema: Any, apply_defaults: bool = False, numeric_compat: bool = False
+    value: Any,
+    schema: Any,
+    apply_defaults: bool = False,
+    numeric_compat: bool = False,
+    int_as_float: bool = False,
 ) -> tuple[Any, list[Issue]]:
     """Validate ``value`` against ``schema`` (any accepted spelling).
 
     Returns ``(normalized_value, issues)`` where ``issues`` lists ``(path, message)``
     pairs (empty when valid) and the normalized value has defaults filled in when
-    ``apply_defaults``. Raises ``ValueError`` for a malformed schema.
+    ``apply_defaults``. Number rules as in :func:`matches_type`. Raises ``ValueError`` for
+    a malformed schema.
     """
     canon = canonicalize(schema)
-    return _Validator(canon, apply_defaults, numeric_compat).validate(value, canon, "")
+    return _Validator(canon, apply_defaults, numeric_compat, int_as_float).validate(
+        value, canon, ""
+    )
 
 
 def render_issue(issue: Issue) -> str:

@@ -325,7 +325,6 @@ def test_m10_tool_registry_does_not_offer_duplicate_tool_names() -> None:
 # ------------------------------------------------------------------ M11 float for int
 
 
-@xfail
 def test_m11_float_for_int_parameter_is_an_invalid_arguments_error() -> None:
     out = run(
         ADD_TOOL + 'llm_mock({tool_calls: [{id: "c1", name: "add", arguments: {a: 1.5, b: 2}}]})\n'
