@@ -9,7 +9,9 @@ A ``tool name(params) -> T { description "..." body }`` declaration binds ``name
 handler closure; :func:`entry_of_declaration` turns it into an entry whose handler takes
 positional arguments (``positional`` lists the parameter names) and whose ``parameters``
 schema is derived from the declared parameter types (``string``, ``int``, ``float``,
-``bool``, ``list``, ``dict``; other types are not checked). ``tool_define(registry, decl)``
+``bool``, ``list``, ``dict`` from the type label; structs, enums and type aliases from the
+schema the compiler derived with :func:`harnpy.stdlib.schema.type_to_schema`: an object
+with the struct's fields, an enum's variant names; other types are not checked). ``tool_define(registry, decl)``
 and the ``tools`` option of ``agent_loop`` accept such declarations directly.
 
 :func:`prepare_call` decides for one model-issued call: unknown tool, denied by the loop's
@@ -98,7 +100,11 @@ def entry_of_declaration(spec: dict[str, Any], handler: Any) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required: list[str] = []
     for p in spec.get("params", []):
-        props[p["name"]] = type_schema(p.get("type") or "any")
+        # the label's schema for the basic types; the compiler's for structs, enums, aliases
+        schema = type_schema(p.get("type") or "any")
+        if not schema and type(p.get("schema")) is dict:
+            schema = dict(p["schema"])
+        props[p["name"]] = schema
         if p.get("required"):
             required.append(p["name"])
     params: dict[str, Any] = {"type": "object", "properties": props}

@@ -831,6 +831,7 @@ class Compiler:
                     "name": p.name,
                     "type": _type_label(p.type) if p.type is not None else "any",
                     "required": p.default is None,
+                    "schema": self.tool_param_schema(p.type),
                 }
                 for p in st.params
             ],
@@ -1157,6 +1158,24 @@ class Compiler:
         if schema == {"type": "any"} or schema.get("type") == "any" and len(schema) == 1:
             return None
         return schema  # type: ignore[no-any-return]
+
+    def tool_param_schema(self, t: A.TypeExpr | None) -> dict[str, Any] | None:
+        """JSON Schema of a ``tool`` parameter type for the model (structs and aliases
+        expanded, an enum as the list of its variant names), or None when it says nothing
+        (``any``, generics, unknown names)."""
+        if t is None:
+            return None
+        from harnpy.stdlib.schema import to_json_schema, type_to_schema
+
+        enums = self.ctx.enums
+
+        def resolve(n: str) -> Any:
+            if n in enums:
+                return {"type": "string", "enum": list(enums[n])}
+            return self.type_schema(n)
+
+        schema = to_json_schema(type_to_schema(t, resolve))
+        return schema or None
 
     def type_schema(self, name: str) -> dict[str, Any] | None:
         """The schema of a ``type`` alias (or struct) used as a value, e.g. the argument of

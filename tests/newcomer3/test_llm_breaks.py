@@ -371,7 +371,6 @@ def test_m13_json_response_format_rejects_nan() -> None:
 # ------------------------------------------------------------------ M14 struct param schema
 
 
-@xfail
 def test_m14_struct_typed_tool_parameter_has_an_object_schema() -> None:
     out = run(
         "struct Point { x: int, y: int }\n"
