@@ -28,8 +28,8 @@ Selection for each call, exactly as Harn's ``crates/harn-vm/src/llm/mock.rs``:
      when the system prompt contains ``<done>``; output tokens 30.
    * input tokens: the UTF-8 byte length of the last prompt text.
 
-An entry with ``error: {category, message}`` raises ``LlmError(category, message)`` instead
-of answering. A scripted entry's defaults: input tokens = UTF-8 byte length of the match
+An entry with ``error: {category, message, status?, retry_after_ms?}`` raises
+``LlmError(category, message, status)`` instead of answering. A scripted entry's defaults: input tokens = UTF-8 byte length of the match
 text, output tokens 30, tool call ids ``mock_call_<k>`` (k = position in the entry) unless
 given, model = entry model, else the request model, else ``"mock"``.
 
@@ -74,11 +74,13 @@ _PLACEHOLDERS: dict[str, Any] = {
 @shape(forbid_extra=True)
 @attrs.define
 class MockError:
-    """``error`` of a mock entry: the categorized failure to raise."""
+    """``error`` of a mock entry: the categorized failure to raise (``status``: the HTTP
+    status a recorded provider failure came with)."""
 
     category: str = "generic"
     message: str = "mock error"
     retry_after_ms: int | None = None
+    status: int | None = None
 
 
 @shape(forbid_extra=True)
@@ -389,6 +391,7 @@ def _scripted(entry: MockEntry, request: LlmRequest, text: str) -> LlmResponse:
         raise LlmError(
             entry.error.category,
             entry.error.message,
+            entry.error.status,
             retry_after_s=None if retry is None else retry / 1000.0,
         )
     calls = [
@@ -468,10 +471,16 @@ def entry_from_response(response: LlmResponse) -> MockEntry:
 
 
 def entry_from_error(error: LlmError) -> MockEntry:
-    """The fixture entry that replays a provider failure as ``error: {category, message}``."""
+    """The fixture entry that replays a provider failure as ``error: {category, message,
+    status?, retry_after_ms?}``."""
     retry = None if error.retry_after_s is None else int(round(error.retry_after_s * 1000))
     return MockEntry(
-        error=MockError(category=error.category, message=error.message, retry_after_ms=retry)
+        error=MockError(
+            category=error.category,
+            message=error.message,
+            retry_after_ms=retry,
+            status=error.status,
+        )
     )
 
 

@@ -385,7 +385,6 @@ def test_m14_struct_typed_tool_parameter_has_an_object_schema() -> None:
 # ------------------------------------------------------------------ M15 record/replay status
 
 
-@xfail
 def test_m15_recorded_http_error_keeps_its_status_on_replay(
     server: FakeLlmServer, tmp_path: Path
 ) -> None:
