@@ -305,7 +305,16 @@ def llm_call(thread: Any, *args: Any) -> Any:
     opts = options or {}
     wants_json, schema = _json_wanted(opts)
     retries = opts.get("schema_retries")
-    left = [retries if type(retries) is int and retries >= 0 else DEFAULT_SCHEMA_RETRIES]
+    if retries is None:
+        retries = DEFAULT_SCHEMA_RETRIES
+    elif type(retries) is not int or retries < 0:
+        raise HarnThrow(
+            {
+                "category": "config",
+                "message": "llm_call: option `schema_retries` must be a non-negative int",
+            }
+        )
+    left = [retries]
     current = [request]
 
     def finish(resp: Any) -> Any:

@@ -418,7 +418,6 @@ def test_m16_policy_denied_tools_are_not_offered_to_the_model() -> None:
 # ------------------------------------------------------------------ M17 schema_retries
 
 
-@xfail
 def test_m17_negative_schema_retries_is_a_config_error() -> None:
     # `llm_retries: -1` is a config error; `schema_retries: -1` silently means "1 retry".
     out = run(
