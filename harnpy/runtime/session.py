@@ -451,15 +451,23 @@ class Session:
         current session is kept unchanged when restoring fails.
         """
         from harnpy.runtime.snapshot import SnapshotError, load_document, restore
+        from harnpy.runtime.snapshot_model import SessionRecord
+        from harnpy.shapes import ShapeError, structure
 
         doc = load_document(os.path.expanduser(path))
-        meta = doc.get("extra", {}).get(SESSION_KEY)
-        if not isinstance(meta, dict) or not isinstance(meta.get("entries"), list):
+        raw = doc.get("extra", {}).get(SESSION_KEY)
+        if raw is None:
             raise SnapshotError(
                 f"{path} is not a REPL session snapshot (resume program snapshots with "
                 "`harnpy run --resume`)",
                 "E404",
             )
+        try:
+            meta = structure(raw, SessionRecord)
+        except ShapeError as problem:
+            raise SnapshotError(
+                f"{path}: the saved session record is damaged: {problem.describe()}", "E404"
+            ) from None
         records = {r["key"]: r for r in doc["modules"]}
         fresh = Session(
             stdout=self._stdout,
@@ -472,15 +480,13 @@ class Session:
         rt = fresh.runtime
         rt.restoring = True
         try:
-            for e in meta["entries"]:
-                rec = records.get(e.get("key"))
+            for e in meta.entries:
+                rec = records.get(e.key)
                 if rec is None or rec.get("source") is None:
                     raise SnapshotError(
-                        f"snapshot lacks the source of REPL entry {e.get('key')!r}", "E404"
+                        f"snapshot lacks the source of REPL entry {e.key!r}", "E404"
                     )
-                fresh.compile_entry(
-                    rec["source"], path=e["path"], key=e["key"], base_dir=e["base_dir"]
-                )
+                fresh.compile_entry(rec["source"], path=e.path, key=e.key, base_dir=e.base_dir)
             # std modules loaded on first use (e.g. by agent_loop) are named by the
             # snapshot but imported by no entry: compile them too
             from harnpy.runtime.resume import load_std_modules
@@ -490,7 +496,7 @@ class Session:
         finally:
             rt.restoring = False
         fresh._relink_libraries()
-        fresh.counter = max(fresh.counter, int(meta.get("counter", 0)))
+        fresh.counter = max(fresh.counter, meta.counter)
         self._adopt(fresh)
 
     def _relink_libraries(self) -> None:

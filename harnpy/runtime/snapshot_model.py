@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
-from harnpy.shapes import at_least, field_problem, shape
+from harnpy.shapes import at_least, field_problem, min_len, shape
 
 
 def _sha256_hex(_inst: Any, attr: attrs.Attribute[Any], value: str) -> None:
@@ -58,3 +58,25 @@ class SnapshotEnvelope:
     thread: ThreadRecord
     impls: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     extra: dict[str, Any] = attrs.field(factory=dict)
+
+
+@shape()
+@attrs.define
+class SessionEntryRecord:
+    """One REPL entry of a saved session: its module key (``<repl#N>``), the path
+    diagnostics show, and the folder its relative imports resolve against."""
+
+    key: str = attrs.field(validator=min_len(1))
+    path: str = attrs.field(validator=min_len(1))
+    base_dir: str
+
+
+@shape()
+@attrs.define
+class SessionRecord:
+    """``extra["repl_session"]`` of a REPL ``:save`` file: the entries in the order they
+    ran and the entry counter (see :mod:`harnpy.runtime.session`)."""
+
+    format: int
+    entries: list[SessionEntryRecord]
+    counter: int = attrs.field(default=0, validator=at_least(0))

@@ -5,9 +5,13 @@ end of input, 1 with ``--strict`` when an entry failed. Neither this path nor
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.conftest import harnpy
 
@@ -166,3 +170,25 @@ def test_save_into_a_missing_directory_fails_and_creates_nothing(tmp_path: Path)
     assert p.returncode == 1
     assert "No such file or directory" in p.stderr
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda rec: rec["entries"].__setitem__(0, 5),
+        lambda rec: rec["entries"][0].__setitem__("path", 0),
+        lambda rec: rec.__setitem__("counter", []),
+        lambda rec: rec.__setitem__("entries", "x"),
+    ],
+)
+def test_restore_of_a_damaged_session_record_is_an_error_and_the_session_goes_on(
+    tmp_path: Path, damage: Any
+) -> None:
+    assert repl("let a = 1\n:save s.json\n", cwd=tmp_path).returncode == 0
+    doc = json.loads((tmp_path / "s.json").read_text())
+    damage(doc["extra"]["repl_session"])
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    p = repl('let b = 2\n:restore s.json\nprintln("alive " + to_string(b))\n', cwd=tmp_path)
+    assert "Traceback" not in p.stderr
+    assert "error[E404]" in p.stderr and "session record is damaged" in p.stderr
+    assert p.stdout.endswith("alive 2\n")
