@@ -12,7 +12,7 @@ it as ``thread.runtime``. Loading and running a program:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -207,7 +207,9 @@ class Runtime:
         mod.global_kinds.update({k: v for k, v in names.items() if k not in mod.global_kinds})
         ctx = ModuleContext(
             module=mod,
-            global_names=set(names) | set(mod.globals),
+            # imported names count through global_kinds: while restoring a snapshot they are
+            # declared but not bound yet, and the code must compile exactly as it did
+            global_names=set(names) | set(mod.globals) | set(mod.global_kinds),
             enums=M.collect_enums(mod.ast),
             builtins=self.builtins,
             pure_builtins=self.pure_builtins,
@@ -327,17 +329,29 @@ class Runtime:
                 )
             mod.globals[name] = value
 
-    def relink_imports(self) -> None:
-        """After a restore: recompute exports and bind imported names (libraries first)."""
-        for mod in self.modules.values():
-            if mod is not self.main_module:
+    def relink_imports(self, restored: Collection[ModuleInstance] = ()) -> None:
+        """After a restore: bind every module's imported names and recompute the libraries'
+        exports, libraries before the modules that import them (a library is registered
+        after the ones it imports), so names a facade re-exports (``pub import``) are bound
+        before anyone reads them. ``restored`` modules (REPL entries) keep the bindings the
+        snapshot gave them."""
+        skip = {id(m) for m in restored}
+        done: set[int] = set()
+        order = [m for m in self.modules.values() if m is not self.main_module]
+        if self.main_module is not None:
+            order.append(self.main_module)
+        for mod in order:
+            if id(mod) in done:  # the same module under a second key (a moved project)
+                continue
+            done.add(id(mod))
+            if id(mod) not in skip:
+                for s, key in mod.import_links:
+                    lib = self.modules[key]
+                    names = export_names(lib) if s.names is None else list(s.names)
+                    for name in names:
+                        mod.globals[name] = lib.exports.get(name, lib.globals.get(name))
+            if mod is not self.main_module and id(mod) not in skip:
                 mod.exports = {n: mod.globals.get(n) for n in export_names(mod)}
-        for mod in self.modules.values():
-            for s, key in mod.import_links:
-                lib = self.modules[key]
-                names = export_names(lib) if s.names is None else list(s.names)
-                for name in names:
-                    mod.globals[name] = lib.exports.get(name, lib.globals.get(name))
 
     def import_module(self, key: str, path: Path) -> ModuleInstance:
         """Load a library module once: its imports, top-level let/var, declarations."""

@@ -501,20 +501,9 @@ class Session:
 
     def _relink_libraries(self) -> None:
         """After a restore: recompute library exports and bind the names libraries import
-        from each other. (Entry bindings, imported ones included, come from the snapshot.)"""
-        from harnpy.runtime.runtime import export_names
-
-        rt = self.runtime
-        entry_ids = {id(e) for e in self.entries}
-        libs = [m for m in rt.modules.values() if id(m) not in entry_ids]
-        for m in libs:
-            m.exports = {n: m.globals.get(n) for n in export_names(m)}
-        for m in libs:
-            for s, key in m.import_links:
-                lib = rt.modules[key]
-                names = export_names(lib) if s.names is None else list(s.names)
-                for name in names:
-                    m.globals[name] = lib.exports.get(name, lib.globals.get(name))
+        from each other (:meth:`Runtime.relink_imports`). Entry bindings, imported ones
+        included, come from the snapshot."""
+        self.runtime.relink_imports(restored=self.entries)
 
     # ---------------------------------------------------------------- errors
 

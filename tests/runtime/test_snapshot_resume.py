@@ -126,3 +126,20 @@ def test_a_structurally_damaged_snapshot_is_refused_and_left_as_it_was(
     assert "error[E404]" in res.stderr and "Traceback" not in res.stderr
     assert "bug in harnpy" not in res.stderr
     assert snap.read_bytes() == before
+
+
+def test_resume_of_a_program_importing_std_and_reexporting_modules(tmp_path: Path) -> None:
+    # a std import and a `pub import` facade: the resumed process compiles the code exactly
+    # as the first one did, and the facade's re-exported names are bound again
+    (tmp_path / "lib.harn").write_text('pub fn alpha() { return "a" }\n')
+    (tmp_path / "facade.harn").write_text('pub import { alpha } from "lib"\n')
+    (tmp_path / "main.harn").write_text(
+        'import { int_to_string } from "std/text"\nimport "facade"\n'
+        "pipeline default() {\n"
+        '  println(alpha() + int_to_string(1))\n  __snapshot_exit("s.json")\n'
+        "  println(alpha() + int_to_string(2))\n}\n"
+    )
+    first = harnpy("run", "main.harn", cwd=tmp_path)
+    assert (first.returncode, first.stdout) == (0, "a1\n"), first.stderr
+    resumed = harnpy("run", "--resume", "s.json", cwd=tmp_path)
+    assert (resumed.returncode, resumed.stdout) == (0, "a2\n"), resumed.stderr
