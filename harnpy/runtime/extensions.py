@@ -8,14 +8,59 @@ builtin registers itself in the registry. Filled once at import time, never chan
 * ``PIPELINE_ARGUMENT``: at most one ``fn(runtime, name) -> value`` giving the value of an
   entry-pipeline parameter (default: nil);
 * ``PROGRAM_FINISH``: ``fn(runtime, value) -> value`` run after the main program's entry
-  point returned (e.g. ``pipeline_on_finish`` callbacks), in registration order.
+  point returned (e.g. ``pipeline_on_finish`` callbacks), in registration order;
+* ``RUNTIME_STATE``: named runtime-state providers (:class:`StateProvider`, registered with
+  :func:`register_state`): state a stdlib module keeps on the runtime (mock clock, log
+  level, shared cells...) that program snapshots carry under ``doc["runtime_state"]``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 RUNTIME_INIT: list[Callable[[Any], None]] = []
 PIPELINE_ARGUMENT: list[Callable[[Any, str], Any]] = []
 PROGRAM_FINISH: list[Callable[[Any, Any], Any]] = []
+
+
+class StateProvider(NamedTuple):
+    """One named piece of runtime state that program snapshots carry.
+
+    * ``save(thread) -> data | None``: called by :func:`~harnpy.runtime.snapshot.snapshot`
+      with the thread being snapshotted (its runtime is ``thread.runtime``). ``data`` is a
+      graph of snapshot values (JSON natives, lists, dicts, Harn values such as closures or
+      channels), encoded with the thread's values (shared references are kept). None: no
+      state worth saving (the section is left out; a restore keeps the fresh default).
+      Raises :class:`~harnpy.runtime.snapshot.SnapshotError` (E402) when the state cannot
+      be snapshotted (e.g. a live task holds it), naming what holds it.
+    * ``load(thread, data) -> apply``: called by :func:`~harnpy.runtime.snapshot.restore`
+      with the restored thread and the decoded ``data``. It only checks ``data`` and
+      returns a zero-argument ``apply`` that installs it; nothing may change before every
+      section was checked. A malformed section raises ``KeyError`` / ``TypeError`` /
+      ``ValueError`` / ``SnapshotError`` (restore reports E404 naming the section).
+    """
+
+    name: str
+    save: Callable[[Any], Any]
+    load: Callable[[Any, Any], Callable[[], None]]
+
+
+#: Runtime-state providers by name, in registration order.
+RUNTIME_STATE: dict[str, StateProvider] = {}
+
+
+def register_state(
+    name: str,
+    save: Callable[[Any], Any],
+    load: Callable[[Any, Any], Callable[[], None]],
+) -> None:
+    """Register the runtime-state provider ``name`` (see :class:`StateProvider`).
+
+    Raises:
+        ValueError: ``name`` is already registered (two modules would fight over one
+            snapshot section).
+    """
+    if name in RUNTIME_STATE:
+        raise ValueError(f"runtime state {name!r} is already registered")
+    RUNTIME_STATE[name] = StateProvider(name, save, load)

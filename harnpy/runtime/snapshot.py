@@ -20,6 +20,11 @@ Code is never serialized: a frame or closure refers to its code as ``[module key
 and the document lists each module's source hash; restoring against a changed source, or a
 snapshot of another codegen version, is refused with :class:`SnapshotError`.
 
+State stdlib modules keep on the runtime (mock clock, log level, shared cells, held
+permits...) is saved by the runtime-state providers registered in
+:data:`harnpy.runtime.extensions.RUNTIME_STATE`, under the optional ``runtime_state`` field;
+a seeded rng is a snapshot value (``{"$t": "rng", ...}``: Python's random state as ints).
+
 What cannot be snapshotted (host objects, native frames of callback builtins, iterators
 over Python generators) raises :class:`SnapshotError` naming the variable path that holds
 it — nothing is silently dropped.
@@ -37,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import tempfile
 import time
 from collections.abc import Iterator
@@ -112,6 +118,7 @@ _CONTAINER_TYPES = {
     IterValue,
     Pair,
     NativeFrame,
+    HostObject,
 }
 
 
@@ -385,6 +392,15 @@ class _Encoder:
                 "cancelled": v.cancelled,
                 "output": v.output,
             }
+        if t is HostObject:
+            if v.kind == "rng" and type(v.obj) is random.Random:
+                version, internal, gauss = v.obj.getstate()
+                return {"$t": "rng", "version": version, "state": list(internal), "gauss": gauss}
+            raise SnapshotError(
+                f"cannot snapshot {v.kind} held at {path}: it is a host object (open handle "
+                "or client), not data",
+                "E402",
+            )
         if t is IterValue:
             src = v.source
             if src is not None and type(src) not in _ITER_TYPES:
@@ -456,12 +472,6 @@ class _Encoder:
             return {"$t": "tuple", "items": [self.enc(x, path) for x in v]}
         if isinstance(v, HarnError):
             return self.enc_error(v, path)
-        if t is HostObject:
-            raise SnapshotError(
-                f"cannot snapshot {v.kind} held at {path}: it is a host object (open handle "
-                "or client), not data",
-                "E402",
-            )
         from harnpy.runtime.compiler import _EnumNamespace
 
         if t is _EnumNamespace:
@@ -586,10 +596,15 @@ def snapshot(
     externals: dict[str, Any] | None = None,
     live: list[Any] | None = None,
     cache: SnapshotCache | None = None,
+    runtime_state: bool = True,
 ) -> dict[str, Any]:
     """Encode ``thread`` (its frame stack and everything reachable) as a JSON-safe dict.
 
     Module globals of every loaded module are included, so module-level state survives.
+    With ``runtime_state`` (default) the state stdlib modules keep on the runtime is
+    included too: every registered provider (:data:`~harnpy.runtime.extensions.
+    RUNTIME_STATE`) saves its data, written under ``doc["runtime_state"][name]`` with the
+    same encoder (Harn values inside share the heap).
     ``externals`` (name -> list/dict value) are written once under ``doc["externals"]``
     and referenced from the graph as ``{"$ext": name}``; with ``live`` (a list, filled
     here) channels, atomics and task handles are kept by identity as ``{"$live": n}``
@@ -607,7 +622,15 @@ def snapshot(
         roots.append(m.globals)
     impl_roots = [rt.impls]
     ext_roots = list((externals or {}).values())
-    enc.count(roots + impl_roots + ext_roots)
+    state: dict[str, Any] = {}
+    if runtime_state:
+        from harnpy.runtime.extensions import RUNTIME_STATE
+
+        for provider in RUNTIME_STATE.values():
+            data = provider.save(thread)
+            if data is not None:
+                state[provider.name] = data
+    enc.count(roots + impl_roots + ext_roots + list(state.values()))
     ext_out: dict[str, Any] = {}
     for name, value in (externals or {}).items():
         # the value's own contents are written here; references to it elsewhere are $ext
@@ -627,6 +650,7 @@ def snapshot(
         t: {n: enc.enc(fn, f"impl {t}.{n}") for n, fn in table.items()}
         for t, table in rt.impls.items()
     }
+    state_out = {name: enc.enc(data, f"<runtime {name}>") for name, data in state.items()}
     modules = []
     main = rt.main_module
     for key, m in mods:
@@ -659,6 +683,8 @@ def snapshot(
         },
         "extra": extra or {},
     }
+    if state_out:
+        doc["runtime_state"] = state_out
     if externals:
         doc["externals"] = ext_out
     if cache is not None:
@@ -706,14 +732,18 @@ def snapshot_chain(
     """Snapshot only the frames of ``thread`` from its top frame down to ``bottom`` (whose
     caller link is cut while encoding): restoring gives a thread whose bottom frame is
     ``bottom``'s copy, returning its value as the thread's result. Module globals are
-    included as in :func:`snapshot`. Raises :class:`SnapshotError` like it.
+    included as in :func:`snapshot`; runtime state is not (a worker's snapshot resumes
+    inside a running process, whose runtime state stays the truth). Raises
+    :class:`SnapshotError` like it.
     """
     depth = chain_depth(thread.frame, bottom)
     saved = bottom.parent
     bottom.parent = None
     try:
         view = _ThreadView(thread.runtime, thread.frame, thread.name, depth)
-        return snapshot(view, extra, externals=externals, live=live, cache=cache)
+        return snapshot(
+            view, extra, externals=externals, live=live, cache=cache, runtime_state=False
+        )
     finally:
         bottom.parent = saved
 
@@ -976,6 +1006,8 @@ class _Decoder:
                 return TaskHandle(raw["id"], None)
             if tag == "iter":
                 return IterValue(None)
+            if tag == "rng":
+                return HostObject("rng", random.Random())
             return _Deferred()
         raise SnapshotError("malformed heap record in snapshot", "E404")
 
@@ -1067,6 +1099,13 @@ class _Decoder:
             obj.origin = self.dec(raw.get("origin"))
             memo = raw.get("memo")
             obj.memo = self.dec(memo) if memo is not None else None
+        elif t is HostObject:
+            gauss = raw.get("gauss")
+            if not (gauss is None or type(gauss) is float) or any(
+                type(x) is not int for x in raw["state"]
+            ):
+                raise SnapshotError("an rng in the snapshot has a malformed state", "E404")
+            obj.obj.setstate((raw["version"], tuple(raw["state"]), gauss))
         elif t is _Deferred:
             obj.value = self.dec_tagged(raw, None)
 
@@ -1127,6 +1166,7 @@ _HEAP_TAGS = {
     "channel",
     "task",
     "iter",
+    "rng",
 }
 
 
@@ -1187,6 +1227,38 @@ _SCALAR_DECODERS: dict[str, Any] = {
 }
 
 
+def _load_runtime_state(doc: dict[str, Any], thread: Any, d: _Decoder) -> list[Any]:
+    """Decode and check every runtime-state section of ``doc``; returns the providers'
+    ``apply`` callables (nothing is applied here). Raises SnapshotError: E404 for a damaged
+    section, E406 for a section no provider of this harnpy owns."""
+    from harnpy.runtime.extensions import RUNTIME_STATE
+
+    sections = doc.get("runtime_state") or {}
+    if type(sections) is not dict:
+        raise SnapshotError("the runtime state in the snapshot is not a dict", "E404")
+    applies = []
+    for name, raw in sections.items():
+        provider = RUNTIME_STATE.get(name)
+        if provider is None:
+            raise SnapshotError(
+                f"the snapshot carries runtime state {name!r} that this harnpy does not know; "
+                "refusing to resume without it",
+                "E406",
+            )
+        try:
+            applies.append(provider.load(thread, d.dec(raw)))
+        except SnapshotError as e:
+            raise SnapshotError(
+                f"the runtime state {name!r} in the snapshot is damaged: {e.message}", "E404"
+            ) from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise SnapshotError(
+                f"the runtime state {name!r} in the snapshot is damaged: {type(e).__name__}: {e}",
+                "E404",
+            ) from None
+    return applies
+
+
 def restore(
     doc: dict[str, Any],
     runtime: Any,
@@ -1205,8 +1277,14 @@ def restore(
     process. ``decoder_out``: receives the decoder (to decode ``externals`` sharing the
     same objects).
 
+    The document's runtime state (``doc["runtime_state"]``, see :func:`snapshot`) is applied
+    only when every module's globals are restored (``globals_for`` None: a fresh runtime); a
+    live runtime keeps its own.
+
     Returns the :class:`~harnpy.runtime.thread.Thread`, ready to ``run()``. Raises
-    :class:`SnapshotError` on any mismatch; the document is never modified.
+    :class:`SnapshotError` on any mismatch (E404 for a damaged section, E406 for runtime
+    state this harnpy does not know); nothing is applied then. The document is never
+    modified.
     """
     from harnpy.runtime.thread import Thread
 
@@ -1245,6 +1323,7 @@ def restore(
         if frame is not None and type(frame) is not Frame:
             raise SnapshotError("the thread's top frame in the snapshot is not a frame", "E404")
         _check_frame_chains(d.heap)
+        applies = _load_runtime_state(doc, th, d) if globals_for is None else []
         for m, g in new_globals:
             if type(g) is not dict:
                 raise SnapshotError(
@@ -1260,6 +1339,8 @@ def restore(
         m.globals.update(g)
     for t, n, fn in new_impls:
         runtime.register_impl(t, n, fn)
+    for apply in applies:
+        apply()
     th.frame = frame
     th.depth = depth
     for obj in d.heap:

@@ -58,6 +58,8 @@ class SnapshotEnvelope:
     thread: ThreadRecord
     impls: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     extra: dict[str, Any] = attrs.field(factory=dict)
+    #: runtime-state sections by provider name (optional: older snapshots have none)
+    runtime_state: dict[str, Any] = attrs.field(factory=dict)
 
 
 @shape()

@@ -268,13 +268,14 @@ pipeline main() {
 def test_a_worker_whose_task_raises_fails_and_the_first_wait_reraises(
     run_harn: RunHarn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A tool result that is a host object cannot be snapshotted: in snapshot-everywhere
-    # mode the turn boundary raises, which ends the worker's task with an error.
+    # A tool result holding a host object (a stream's pull node) cannot be snapshotted: in
+    # snapshot-everywhere mode the turn boundary raises, which ends the worker's task
+    # with an error.
     monkeypatch.setenv("HARNPY_SNAPSHOT_EVERYWHERE", "1")
     out, _ = run_harn(
         """
 pipeline main() {
-  let tools = tool_define(tool_registry(), "rng", "a generator", {parameters: {}, handler: { a -> rng_seed(1) }})
+  let tools = tool_define(tool_registry(), "rng", "a generator", {parameters: {}, handler: { a -> stream.map([1], { x -> x }) }})
   llm_mock({tool_calls: [{name: "rng", arguments: {}}]})
   let h = sub_agent_run("t", {provider: "mock", background: true, tools: tools})
   let first = try { wait_agent(h) }
@@ -288,7 +289,7 @@ pipeline main() {
     )
     got = lines(out)
     assert got[0] == "true"
-    assert "snapshot at turn boundary failed: cannot snapshot rng held at" in got[1]
+    assert "snapshot at turn boundary failed: cannot snapshot stream_node held at" in got[1]
     assert "result" in got[1]  # the message names where the value is held
     assert got[2:] == ["failed", "true"]
 

@@ -132,10 +132,10 @@ def test_a_value_that_is_not_data_fails_the_park_with_its_path(run_harn: RunHarn
         """
 fn tools(r) {
   return tool_define(tool_registry(), "roll", "roll", {parameters: {},
-    handler: { a -> return random_int(r, 1, 6) }})
+    handler: { a -> return type_of(r) }})
 }
 pipeline main() {
-  const r = rng_seed(7)
+  const r = stream.map([1, 2], { x -> x })
   llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "x"}}]})
   println(unwrap_err(try { agent_loop("t", nil, {provider: "mock", tools: tools(r)}) }))
   llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "x"}}]})
@@ -150,7 +150,7 @@ pipeline main() {
     # naming the variable: the closure's captured `r` in the loop state's tools or in the
     # worker's config
     for msg in got[:2]:
-        assert "cannot snapshot rng held at " in msg, msg
+        assert "cannot snapshot stream_node held at " in msg, msg
         assert "tools[0].handler<<closure>>.r" in msg, msg
         assert msg.endswith("it is a host object (open handle or client), not data")
     assert got[2] == "failed"

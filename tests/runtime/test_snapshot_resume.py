@@ -81,13 +81,13 @@ def test_resume_of_a_damaged_snapshot_is_a_clear_error(tmp_path: Path) -> None:
 def test_snapshot_of_a_host_object_names_the_variable(tmp_path: Path) -> None:
     prog = tmp_path / "host.harn"
     prog.write_text(
-        'fn work() {\n  let rng = rng_seed(7)\n  __snapshot_exit("'
+        'fn work() {\n  let ops = stream.map([1, 2], { x -> x })\n  __snapshot_exit("'
         + str(tmp_path / "s.json")
         + '")\n}\nwork()\n'
     )
     res = harnpy("run", str(prog))
     assert res.returncode == 1
-    assert "rng" in res.stderr and "host object" in res.stderr
+    assert "stream_node held at <work>.ops" in res.stderr and "host object" in res.stderr
     assert not (tmp_path / "s.json").exists()
 
 
