@@ -129,7 +129,8 @@ def _alias_relocated_modules(
 
 def load_std_modules(doc: dict[str, Any], runtime: Any) -> None:
     """Compile the bundled ``std/`` modules the snapshot refers to that the main module
-    does not import itself (e.g. ``std/agent/_loop``, loaded on first use by agent_loop)."""
+    does not import itself (e.g. ``std/agent/_loop``, loaded on first use by agent_loop),
+    and the bundled helper modules builtins load (``harnpy/task_streams``)."""
     from harnpy.runtime.modules import resolve_import
 
     for rec in doc["modules"]:
@@ -137,3 +138,11 @@ def load_std_modules(doc: dict[str, Any], runtime: Any) -> None:
         if key.startswith("std/") and key not in runtime.modules:
             k, p = resolve_import(key, None)  # type: ignore[arg-type]
             runtime.import_module(k, p)
+        elif key.startswith("harnpy/") and key not in runtime.modules:
+            # a bundled helper module loaded by a builtin (``harnpy/task_streams``)
+            name = key.removeprefix("harnpy/")
+            from pathlib import Path
+
+            helper = Path(__file__).resolve().parent.parent / "stdlib" / "harn" / f"{name}.harn"
+            if "/" not in name and helper.is_file():
+                runtime.import_module(key, helper)
