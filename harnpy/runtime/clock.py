@@ -78,6 +78,23 @@ class Clock:
         self._mock_wall_ms += int(ms)
         self._mock_mono_ms += ms
 
+    def mock_state(self) -> tuple[int, float] | None:
+        """``(wall epoch ms, monotonic ms)`` of the mock, or None in real mode."""
+        if self._mock_wall_ms is None:
+            return None
+        return self._mock_wall_ms, self._mock_mono_ms
+
+    def continue_from(self, mono_ms: float) -> None:
+        """Real mode: make the monotonic clock read ``mono_ms`` now and run on from there
+        (a restored snapshot's clock: deadlines and ``elapsed()`` measured before the
+        snapshot go on; the time the program was stopped does not count)."""
+        self._origin = time.monotonic() - float(mono_ms) / 1000.0
+
+    def set_mock_state(self, wall_ms: int, mono_ms: float) -> None:
+        """Enter mock mode at exactly these readings (a restored snapshot's clock)."""
+        self._mock_wall_ms = int(wall_ms)
+        self._mock_mono_ms = float(mono_ms)
+
     def reset(self) -> None:
         """Leave mock mode: readings come from the host clocks again."""
         self._mock_wall_ms = None

@@ -13,6 +13,7 @@ from typing import Any
 
 from harnpy.runtime.display import display, format_float
 from harnpy.runtime.errors import HarnThrow, runtime_error
+from harnpy.runtime.extensions import register_state
 from harnpy.runtime.ops import truthy, values_equal
 from harnpy.runtime.values import (
     I64_MAX,
@@ -459,3 +460,21 @@ def assert_ne(thread: Any, a: Any = None, b: Any = None, *args: Any) -> None:
         raise HarnThrow(
             args[0] if args else f"Assertion failed: values should not be equal: {display(a)}"
         )
+
+
+# ------------------------------------------------------------------ snapshot state
+
+
+def _save_color_mode(thread: Any) -> str | None:
+    mode = getattr(thread.runtime, "color_mode", None)
+    return None if mode in (None, "auto") else str(mode)
+
+
+def _load_color_mode(thread: Any, data: Any) -> Any:
+    if data not in _COLOR_MODES:
+        raise ValueError(f"unknown colour mode {data!r}")
+    rt = thread.runtime
+    return lambda: setattr(rt, "color_mode", data)
+
+
+register_state("color_mode", _save_color_mode, _load_color_mode)

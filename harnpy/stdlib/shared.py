@@ -24,6 +24,7 @@ from typing import Any
 
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import runtime_error
+from harnpy.runtime.extensions import register_state
 from harnpy.runtime.ops import values_equal
 from harnpy.runtime.values import Channel, Duration
 from harnpy.stdlib.registry import builtin
@@ -591,3 +592,82 @@ def circuit_reset(thread: Any, name: Any = None) -> None:
     c = _circuit(thread, _circuit_name(name, "circuit_reset"))
     c["failures"] = 0
     c["opened"] = None
+
+
+# ------------------------------------------------------------------ snapshot state
+
+_METRIC_FIELDS = _Metrics.__slots__
+
+
+def _save_shared(thread: Any) -> dict[str, Any] | None:
+    """Every cell, map, mailbox and circuit breaker of the runtime, as snapshot data:
+    ``cells`` / ``maps``: ``[scope, key, value-or-entries, version, [metrics...]]``;
+    ``mailboxes``: ``[scope, key, channel, capacity, sent, received, failed]``;
+    ``circuits``: name -> record."""
+    st: _Shared | None = getattr(thread.runtime, "shared_state", None)
+    if st is None or not (st.cells or st.maps or st.mailboxes or st.circuits):
+        return None
+
+    def metrics(m: _Metrics) -> list[int]:
+        return [getattr(m, f) for f in _METRIC_FIELDS]
+
+    return {
+        "cells": [[s, k, c.value, c.version, metrics(c.metrics)] for (s, k), c in st.cells.items()],
+        "maps": [[s, k, m.entries, m.version, metrics(m.metrics)] for (s, k), m in st.maps.items()],
+        "mailboxes": [
+            [s, k, b.channel, b.capacity, b.sent, b.received, b.failed]
+            for (s, k), b in st.mailboxes.items()
+        ],
+        "circuits": {n: dict(c) for n, c in st.circuits.items()},
+    }
+
+
+def _load_shared(thread: Any, data: Any) -> Any:
+    st = _Shared()
+
+    def ints(xs: Any, n: int) -> list[int]:
+        if type(xs) is not list or len(xs) != n or any(type(x) is not int for x in xs):
+            raise TypeError(f"expected {n} ints, got {xs!r}")
+        return xs
+
+    def scoped(rec: Any, n: int) -> Scoped:
+        if type(rec) is not list or len(rec) != n:
+            raise TypeError(f"expected a record of {n} fields, got {rec!r}")
+        if type(rec[0]) is not str or type(rec[1]) is not str:
+            raise TypeError("scope and key must be strings")
+        return rec[0], rec[1]
+
+    def restore_metrics(target: _Metrics, values: Any) -> None:
+        for f, v in zip(_METRIC_FIELDS, ints(values, len(_METRIC_FIELDS)), strict=True):
+            setattr(target, f, v)
+
+    for rec in data["cells"]:
+        cell = _Cell(rec[2])
+        cell.version = ints([rec[3]], 1)[0]
+        restore_metrics(cell.metrics, rec[4])
+        st.cells[scoped(rec, 5)] = cell
+    for rec in data["maps"]:
+        if type(rec[2]) is not dict:
+            raise TypeError("a shared map's entries must be a dict")
+        m = _Map(None)
+        m.entries = rec[2]
+        m.version = ints([rec[3]], 1)[0]
+        restore_metrics(m.metrics, rec[4])
+        st.maps[scoped(rec, 5)] = m
+    for rec in data["mailboxes"]:
+        key = scoped(rec, 7)
+        if type(rec[2]) is not Channel:
+            raise TypeError("a mailbox must hold a channel")
+        box = _Mailbox(rec[2].name, ints([rec[3]], 1)[0])
+        box.channel = rec[2]
+        box.sent, box.received, box.failed = ints(rec[4:], 3)
+        st.mailboxes[key] = box
+    circuits = data["circuits"]
+    if type(circuits) is not dict or any(type(c) is not dict for c in circuits.values()):
+        raise TypeError("circuits must be a dict of records")
+    st.circuits = circuits
+    rt = thread.runtime
+    return lambda: setattr(rt, "shared_state", st)
+
+
+register_state("shared", _save_shared, _load_shared)

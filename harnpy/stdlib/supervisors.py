@@ -32,6 +32,7 @@ from typing import Any
 
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import runtime_error
+from harnpy.runtime.extensions import register_state
 from harnpy.runtime.values import Builtin, Closure, Duration, type_name
 from harnpy.stdlib.registry import builtin
 
@@ -621,3 +622,31 @@ def supervisor_stop(thread: Any, sup: Any = None, timeout: Any = None) -> Gen:
         yield thread.runtime.scheduler.sleep(min(5.0, left))
     s.finish_stop()
     return s.state()
+
+
+# ------------------------------------------------------------------ snapshot state
+
+
+def _save_supervisors(thread: Any) -> None:
+    """Supervisors are not snapshot data: they own live child tasks, restart timers and
+    event logs of the running process. A snapshot taken while one exists is refused
+    (SnapshotError E402 naming it) rather than resumed without it."""
+    reg = getattr(thread.runtime, "supervisors", None)
+    if reg:
+        from harnpy.runtime.snapshot import SnapshotError
+
+        sid, sup = next(iter(reg.items()))
+        raise SnapshotError(
+            f"cannot snapshot while the supervisor '{sid}' exists (status "
+            f"{getattr(sup, 'status', '?')}): it holds live child tasks and timers, which are "
+            "not snapshot data",
+            "E402",
+        )
+    return None
+
+
+def _load_supervisors(thread: Any, data: Any) -> Any:
+    raise TypeError("supervisors are never saved in a snapshot")
+
+
+register_state("supervisors", _save_supervisors, _load_supervisors)

@@ -24,6 +24,7 @@ from typing import Any
 
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import plain_error, runtime_error
+from harnpy.runtime.extensions import register_state
 from harnpy.runtime.scheduler import Block, Waker
 from harnpy.runtime.values import Duration
 from harnpy.stdlib.registry import builtin
@@ -288,3 +289,85 @@ def mutex_exit(thread: Any, permit: Any = None) -> None:
     """Release the permit taken by ``__mutex_enter`` (no-op for nil)."""
     if permit is not None:
         release(thread, permit)
+
+
+# ------------------------------------------------------------------ snapshot state
+
+
+class _EndedHolder:
+    """Stands, after a restore, for a task that ended while holding permits (they stay
+    held, as before the snapshot; no live thread is that holder)."""
+
+    finished = True
+
+
+def _save_sync(thread: Any) -> dict[str, Any] | None:
+    """Every primitive with its counters and held permits: ``{counter, primitives: [[kind,
+    key, capacity, acquired, released, timeouts, [[permit id, holder, permits]...]]]}``;
+    ``holder`` is ``"self"`` (the snapshotted thread) or ``"ended"`` (a finished task).
+
+    Raises SnapshotError E402 when another live task holds or waits for permits (its
+    thread cannot be snapshotted with this one)."""
+    from harnpy.runtime.snapshot import SnapshotError
+
+    rt = thread.runtime
+    st: dict[tuple[str, str], _Sem] | None = getattr(rt, "sync_state", None)
+    if not st:
+        return None
+    prims = []
+    for sem in st.values():
+        holders = []
+        for pid, (th, n) in sem.holders.items():
+            if th is thread:
+                who = "self"
+            elif getattr(th, "finished", False):
+                who = "ended"
+            else:
+                raise SnapshotError(
+                    f"cannot snapshot: the running task {getattr(th, 'name', '?')} holds "
+                    f"{n} permit(s) of {sem.kind} '{sem.key}'",
+                    "E402",
+                )
+            holders.append([pid, who, n])
+        for w in sem.waiters:
+            if not (w.waker.done or w.thread.finished):
+                raise SnapshotError(
+                    f"cannot snapshot: the task {getattr(w.thread, 'name', '?')} is waiting "
+                    f"for {sem.kind} '{sem.key}'",
+                    "E402",
+                )
+        prims.append(
+            [sem.kind, sem.key, sem.capacity, sem.acquired, sem.released, sem.timeouts, holders]
+        )
+    return {"counter": getattr(rt, "sync_permit_counter", 0), "primitives": prims}
+
+
+def _load_sync(thread: Any, data: Any) -> Any:
+    counter = data["counter"]
+    if type(counter) is not int:
+        raise TypeError("the permit counter must be an int")
+    st: dict[tuple[str, str], _Sem] = {}
+    ended = _EndedHolder()
+    for kind, key, capacity, acquired, released, timeouts, holders in data["primitives"]:
+        if not all(type(x) is str for x in (kind, key)) or not all(
+            type(x) is int for x in (capacity, acquired, released, timeouts)
+        ):
+            raise TypeError(f"malformed primitive record for {kind!r} {key!r}")
+        sem = _Sem(kind, key, capacity)
+        sem.acquired, sem.released, sem.timeouts = acquired, released, timeouts
+        for pid, who, n in holders:
+            if type(pid) is not str or who not in ("self", "ended") or type(n) is not int:
+                raise TypeError(f"malformed permit record {pid!r} of {kind} {key!r}")
+            sem.holders[pid] = (thread if who == "self" else ended, n)
+            sem.in_use += n
+        st[(kind, key)] = sem
+    rt = thread.runtime
+
+    def apply() -> None:
+        rt.sync_state = st
+        rt.sync_permit_counter = counter
+
+    return apply
+
+
+register_state("sync", _save_sync, _load_sync)

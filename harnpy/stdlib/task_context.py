@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnpy.runtime.errors import runtime_error
+from harnpy.runtime.extensions import register_state
 from harnpy.stdlib.registry import builtin
 
 _CTX = "runtime_context"
@@ -213,3 +214,43 @@ def runtime_context_clear(thread: Any, key: Any = None) -> Any:
     """``runtime_context_clear(key)``: remove a context value; returns the removed value."""
     values = context_of(thread)["values"]
     return values.pop(_key(key, "runtime_context_clear"), None)
+
+
+# ------------------------------------------------------------------ snapshot state
+
+_CTX_FIELDS = ("task_id", "parent_task_id", "root_task_id", "task_name", "task_group_id")
+
+
+def _save_context(thread: Any) -> dict[str, Any] | None:
+    """The snapshotted thread's context record (ids, values, child counters) and whether
+    it was asked to stop; None while it has the untouched root context."""
+    ctx = thread.locals.get(_CTX) if hasattr(thread, "locals") else None
+    cancelled = is_cancel_requested(thread) if hasattr(thread, "locals") else False
+    if ctx is None and not cancelled:
+        return None
+    return {"context": dict(ctx) if ctx is not None else None, "cancelled": cancelled}
+
+
+def _load_context(thread: Any, data: Any) -> Any:
+    ctx, cancelled = data["context"], data["cancelled"]
+    if type(cancelled) is not bool:
+        raise TypeError("cancelled must be a bool")
+    if ctx is not None:
+        if type(ctx) is not dict or type(ctx.get("values")) is not dict:
+            raise TypeError("the context record must be a dict with a values dict")
+        if type(ctx.get("counters")) is not dict:
+            raise TypeError("the context record's counters must be a dict")
+        for f in _CTX_FIELDS:
+            if not (ctx.get(f) is None or type(ctx.get(f)) is str):
+                raise TypeError(f"the context record's {f} must be a string or nil")
+
+    def apply() -> None:
+        if ctx is not None:
+            thread.locals[_CTX] = ctx
+        if cancelled:
+            cancel_token(thread).cancelled = True
+
+    return apply
+
+
+register_state("runtime_context", _save_context, _load_context)

@@ -24,6 +24,7 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
+from harnpy.runtime.extensions import register_state
 from harnpy.stdlib._util import fail, text
 from harnpy.stdlib.jsonlib import dumps
 from harnpy.stdlib.registry import builtin
@@ -223,3 +224,49 @@ def capture_stderr_take(thread: Any) -> str:
         if getattr(vars(rt)["write_err"], "__self__", None) is buffer:
             del rt.write_err
     return "".join(buffer or [])
+
+
+# ------------------------------------------------------------------ snapshot state
+
+
+def _save_log_level(thread: Any) -> str | None:
+    level = getattr(thread.runtime, "log_level", None)
+    return None if level in (None, "info") else str(level)
+
+
+def _load_log_level(thread: Any, data: Any) -> Any:
+    if data not in _LEVELS:
+        raise ValueError(f"unknown log level {data!r}")
+    rt = thread.runtime
+    return lambda: setattr(rt, "log_level", data)
+
+
+def _save_trace(thread: Any) -> dict[str, Any] | None:
+    """Open spans (innermost last), whether tracing collects, and the finished spans."""
+    rt = thread.runtime
+    stack = getattr(rt, "trace_stack", None)
+    enabled = getattr(rt, "trace_enabled", False)
+    finished = getattr(rt, "trace_finished", None)
+    if not stack and not enabled and finished is None:
+        return None
+    return {"stack": list(stack or []), "enabled": enabled is True, "finished": finished}
+
+
+def _load_trace(thread: Any, data: Any) -> Any:
+    stack, enabled, finished = data["stack"], data["enabled"], data["finished"]
+    if type(stack) is not list or any(type(s) is not dict or "span_id" not in s for s in stack):
+        raise TypeError("the open spans must be a list of span dicts")
+    if type(enabled) is not bool or not (finished is None or type(finished) is list):
+        raise TypeError("enabled must be a bool and finished a list or nil")
+    rt = thread.runtime
+
+    def apply() -> None:
+        rt.trace_stack = stack
+        rt.trace_enabled = enabled
+        rt.trace_finished = finished
+
+    return apply
+
+
+register_state("log_level", _save_log_level, _load_log_level)
+register_state("trace", _save_trace, _load_trace)

@@ -30,31 +30,21 @@ from harnpy.runtime.runtime import Runtime
 from harnpy.runtime.snapshot import SnapshotError, dumps, snapshot, write_atomic
 from tests.conftest import REPO, SHARED
 
-#: Conformance cases whose program state still lives partly outside the snapshot: runtime
-#: registries and settings (mock clock and timers, log level, colour mode, seeded RNGs,
-#: shared cells/maps/mailboxes, semaphores and rwlocks, supervisors, runtime context,
-#: trace spans, deadlines, parallel streams). Each is a known gap, listed so the test
-#: fails loudly (strict xfail) once it is closed.
+#: Conformance cases whose program state still lives partly outside the snapshot. Each is
+#: a known gap, listed so the test fails loudly (strict xfail) once it is closed. Runtime
+#: state stdlib modules own (clock, log level, colour mode, trace spans, shared cells, maps
+#: and mailboxes, circuit breakers, semaphores and rwlocks, runtime context) is carried by
+#: runtime-state providers (harnpy/runtime/extensions.py); supervisors refuse the snapshot.
 RUNTIME_STATE_GAPS = {
+    # a stream operator's pull node is a Python object (HostObject "stream_node") that a
+    # stale temporary slot keeps alive: every chosen point is refused with E402
     "collections/stream_operators_edges",
-    "concurrency/deadline_catch",
-    "concurrency/parallel_each_as_stream",
-    "concurrency/runtime_context",
-    "concurrency/rwlock_channel_select",
-    "concurrency/semaphore_timeout_release",
-    "concurrency/shared_map_mailbox",
-    "concurrency/shared_state_cell",
-    "concurrency/supervisor_one_for_one",
-    "concurrency/supervisor_restart_cap",
-    "integration/circuit_breaker",
-    "stdlib/clock_mock",
-    "stdlib/color_mode",
-    "stdlib/logging_levels",
-    "stdlib/seeded_rng",
-    "stdlib/timer_builtins",
-    "stdlib/trace_builtins",
-    "stdlib/uuid_and_ansi_builtins",
 }
+
+#: Cases whose output reads the real wall clock across the snapshot (``timer_end`` prints
+#: the milliseconds between timer_start and timer_end, and the resume takes some): they
+#: pass only when the resume is faster than a millisecond, so the xfail is not strict.
+REAL_TIME = {"stdlib/timer_builtins"}
 
 #: Cases this in-process test cannot run as they are (they read the process's stdin).
 NOT_IN_PROCESS = {"stdlib/io_stderr_stdin"}
@@ -82,6 +72,9 @@ def _programs() -> list[Any]:
             if name in RUNTIME_STATE_GAPS:
                 gap = pytest.mark.xfail(strict=True, reason="runtime state outside the snapshot")
                 out.append(pytest.param(p, marks=gap, id=name))
+            elif name in REAL_TIME:
+                slow = pytest.mark.xfail(strict=False, reason="reads the real wall clock")
+                out.append(pytest.param(p, marks=slow, id=name))
             else:
                 out.append(pytest.param(p, id=name))
     return out
