@@ -122,7 +122,8 @@ _CONTAINER_TYPES = {
 }
 
 
-#: Reference-typed values kept by identity in in-process round trips (``live``).
+#: Reference-typed values kept by identity in in-process round trips (``live``); a seeded
+#: rng (a ``HostObject`` of kind ``"rng"``) is kept the same way.
 _LIVE_TYPES = {Channel, Atomic, TaskHandle}
 
 
@@ -255,7 +256,9 @@ class _Encoder:
             k = id(v)
             if self.ext_ids and k in self.ext_ids:
                 return {"$ext": self.ext_ids[k]}
-            if self.live is not None and t in _LIVE_TYPES:
+            if self.live is not None and (
+                t in _LIVE_TYPES or (t is HostObject and v.kind == "rng")
+            ):
                 n = self.live_ids.get(k)
                 if n is None:
                     n = len(self.live)

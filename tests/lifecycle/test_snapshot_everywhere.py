@@ -60,6 +60,21 @@ pipeline main() {
   println(await(reader))
 }
 """,
+    "rng_shared_by_the_script_and_a_tool": """
+fn tools(r) {
+  return tool_define(tool_registry(), "roll", "r", {parameters: {},
+    handler: { a -> to_string(random_int(r, 1, 1000000)) }})
+}
+pipeline main() {
+  const r = rng_seed(7)
+  llm_mock({tool_calls: [{id: "a", name: "roll", arguments: {}}]})
+  llm_mock({tool_calls: [{id: "b", name: "roll", arguments: {}}]})
+  llm_mock({text: "done"})
+  const res = agent_loop("go", nil, {provider: "mock", tools: tools(r), max_iterations: 4})
+  println(res.tool_calls.map({ c -> c.result }))
+  println(random_int(r, 1, 1000000))
+}
+""",
 }
 
 
