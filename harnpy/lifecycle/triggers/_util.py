@@ -85,15 +85,10 @@ def rewrite_snapshot_status(
     if not os.path.isdir(os.path.dirname(os.path.abspath(path)) or "."):
         return False
     with dir_lock(path):
-        try:
-            with open(path, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, ValueError):
+        read = _read_worker_record(path)
+        if read is None:
             return False
-        if not isinstance(doc, dict):
-            return False
-        inner = doc.get("worker")
-        target: dict[str, Any] = inner if isinstance(inner, dict) else doc
+        doc, target = read
         if expect_status is not None and target.get("status") != expect_status:
             return False
         if expect_park_id is not None and target.get("park_id") != expect_park_id:
@@ -110,39 +105,35 @@ def rewrite_snapshot_status(
         return True
 
 
-def snapshot_park(path: str | None) -> tuple[str | None, str | None]:
-    """``(status, park_id)`` recorded in a worker snapshot file; ``(None, None)`` when it
-    cannot be read."""
-    if not path:
-        return None, None
+def _read_worker_record(path: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``(document, worker record)`` of a worker snapshot file: the record is the document's
+    ``worker`` object when it has one, else the document itself. None when the file cannot
+    be read or is not a JSON object."""
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except (OSError, ValueError):
-        return None, None
+        return None
     if not isinstance(doc, dict):
-        return None, None
+        return None
     inner = doc.get("worker")
-    target: dict[str, Any] = inner if isinstance(inner, dict) else doc
+    return doc, (inner if isinstance(inner, dict) else doc)
+
+
+def snapshot_park(path: str | None) -> tuple[str | None, str | None]:
+    """``(status, park_id)`` recorded in a worker snapshot file; ``(None, None)`` when it
+    cannot be read."""
+    read = _read_worker_record(path) if path else None
+    if read is None:
+        return None, None
+    target = read[1]
     st, park = target.get("status"), target.get("park_id")
     return (st if isinstance(st, str) else None), (park if isinstance(park, str) else None)
 
 
 def snapshot_status(path: str | None) -> str | None:
     """The ``status`` recorded in a worker snapshot file (top level or under ``worker``)."""
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    inner = doc.get("worker")
-    target: dict[str, Any] = inner if isinstance(inner, dict) else doc
-    st = target.get("status")
-    return st if isinstance(st, str) else None
+    return snapshot_park(path)[0]
 
 
 def is_callable(v: Any) -> bool:
