@@ -179,44 +179,31 @@ def _float(value: Any, _t: Any) -> float:
     raise TypeError(f"expected a number, got {kind_name(value)}")
 
 
-def _strict_list(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
-    args = typing.get_args(tp)
-    if not args or args[0] is Any:
-
-        def plain(value: Any, _t: Any) -> Any:
-            if type(value) is not list:
-                raise TypeError(f"expected a list, got {kind_name(value)}")
-            return value
-
-        return plain
-    base = list_structure_factory(tp, conv)
+def _strict(
+    pytype: type, noun: str, base: Callable[[Any, Any], Any] | None
+) -> Callable[[Any, Any], Any]:
+    """A hook that accepts only values of exactly ``pytype`` (a list or a dict: no tuple, no
+    other mapping), then structures them with ``base`` (None: kept as they are)."""
 
     def hook(value: Any, t: Any) -> Any:
-        if type(value) is not list:
-            raise TypeError(f"expected a list, got {kind_name(value)}")
-        return base(value, t)
+        if type(value) is not pytype:
+            raise TypeError(f"expected {noun}, got {kind_name(value)}")
+        return value if base is None else base(value, t)
 
     return hook
+
+
+def _strict_list(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    args = typing.get_args(tp)
+    plain = not args or args[0] is Any
+    return _strict(list, "a list", None if plain else list_structure_factory(tp, conv))
 
 
 def _strict_mapping(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     args = typing.get_args(tp)
-    if not args or (args[0] in (str, Any) and args[1] is Any):
-        # dict / dict[str, Any]: any JSON object, keys already strings
-        def plain(value: Any, _t: Any) -> Any:
-            if type(value) is not dict:
-                raise TypeError(f"expected a dict, got {kind_name(value)}")
-            return value
-
-        return plain
-    base = mapping_structure_factory(tp, conv)
-
-    def hook(value: Any, t: Any) -> Any:
-        if type(value) is not dict:
-            raise TypeError(f"expected a dict, got {kind_name(value)}")
-        return base(value, t)
-
-    return hook
+    # dict / dict[str, Any]: any JSON object, keys already strings
+    plain = not args or (args[0] in (str, Any) and args[1] is Any)
+    return _strict(dict, "a dict", None if plain else mapping_structure_factory(tp, conv))
 
 
 def _is_literal(tp: Any) -> bool:
