@@ -940,7 +940,7 @@ class ReplCore:
             return False
         text = doc_text(self.session, arg)
         if text is None:
-            from harnpy.runtime.thread import did_you_mean
+            from harnpy.diagnostics import did_you_mean
             from harnpy.stdlib.registry import BUILTINS
 
             own = set(self.session.names())
