@@ -285,7 +285,7 @@ def check_llm_mock_file(args: Any) -> str | None:
     try:
         load_mock_jsonl(mock)
     except LlmError as e:
-        return e.message if hasattr(e, "message") else str(e)
+        return e.message
     return None
 
 
