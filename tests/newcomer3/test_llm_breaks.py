@@ -94,9 +94,9 @@ tool add(a: int, b: int) -> int {
 # ------------------------------------------------------------------ M1 policy fails open
 
 
-def test_m1_malformed_policy_tools_does_not_let_a_denied_tool_run() -> None:
-    # `policy: {tools: "add"}` (a string, not a list) is silently ignored: `rm` runs.
-    src = (
+def _run_rm_under_policy(policy: str) -> str:
+    """Run an agent_loop whose model calls the ``rm`` tool, with ``policy: POLICY``."""
+    return run(
         ADD_TOOL
         + """
 tool rm(path: string) -> string {
@@ -108,34 +108,21 @@ llm_mock({tool_calls: [{id: "c1", name: "rm", arguments: {path: "/"}}]})
 llm_mock({text: "ok"})
 let r = try {
   agent_loop("go", nil, {provider: "mock", tools: tool_registry([add, rm]),
-    policy: {tools: "add"}})
+    policy: POLICY})
 }
 println("end")
-"""
+""".replace("POLICY", policy)
     )
-    out = run(src)
+
+
+def test_m1_malformed_policy_tools_does_not_let_a_denied_tool_run() -> None:
+    # `policy: {tools: "add"}` (a string, not a list) is silently ignored: `rm` runs.
+    out = _run_rm_under_policy('{tools: "add"}')
     assert "RM CALLED" not in out
 
 
 def test_m1_malformed_policy_deny_does_not_let_a_denied_tool_run() -> None:
-    src = (
-        ADD_TOOL
-        + """
-tool rm(path: string) -> string {
-  description "Remove a path"
-  println("RM CALLED " + path)
-  return "removed"
-}
-llm_mock({tool_calls: [{id: "c1", name: "rm", arguments: {path: "/"}}]})
-llm_mock({text: "ok"})
-let r = try {
-  agent_loop("go", nil, {provider: "mock", tools: tool_registry([add, rm]),
-    policy: {deny: "rm"}})
-}
-println("end")
-"""
-    )
-    out = run(src)
+    out = _run_rm_under_policy('{deny: "rm"}')
     assert "RM CALLED" not in out
 
 
