@@ -8,6 +8,12 @@ from pathlib import Path
 
 from tests.lifecycle.conftest import PARK_ONCE, RunHarn, lines, snapshots
 
+#: A ``tools()`` registry with one ``slow`` tool (sleeps 5 ms), to keep a worker running.
+SLOW_TOOLS = """
+fn tools() {
+  return tool_define(tool_registry(), "slow", "s", {parameters: {}, handler: { a -> sleep_ms(5); return "ok" }})
+}"""
+
 
 def test_sus_001_suspend_of_a_worker_that_is_not_running(run_harn: RunHarn) -> None:
     out, _ = run_harn(
@@ -48,10 +54,8 @@ pipeline main() {
 
 def test_sus_003_resume_of_a_running_worker(run_harn: RunHarn) -> None:
     out, _ = run_harn(
-        """
-fn tools() {
-  return tool_define(tool_registry(), "slow", "s", {parameters: {}, handler: { a -> sleep_ms(5); return "ok" }})
-}
+        SLOW_TOOLS
+        + """
 pipeline main() {
   llm_mock({tool_calls: [{id: "s", name: "slow", arguments: {}}]})
   llm_mock({text: "end"})
@@ -147,10 +151,8 @@ def test_sus_006_concurrent_resumes_exactly_one_wins(run_harn: RunHarn) -> None:
 
 def test_sus_007_and_008_raw_suspend_path(run_harn: RunHarn) -> None:
     out, _ = run_harn(
-        """
-fn tools() {
-  return tool_define(tool_registry(), "slow", "s", {parameters: {}, handler: { a -> sleep_ms(5); return "ok" }})
-}
+        SLOW_TOOLS
+        + """
 pipeline main() {
   llm_mock({tool_calls: [{id: "s", name: "slow", arguments: {}}]})
   llm_mock({text: "end"})
@@ -222,10 +224,8 @@ def test_sus_010_resume_of_a_closed_worker_also_cold(run_harn: RunHarn, state_di
 
 def test_plain_errors_of_the_handle_table(run_harn: RunHarn) -> None:
     out, _ = run_harn(
-        """
-fn tools() {
-  return tool_define(tool_registry(), "slow", "s", {parameters: {}, handler: { a -> sleep_ms(5); return "ok" }})
-}
+        SLOW_TOOLS
+        + """
 pipeline main() {
   println(unwrap_err(try { resume_agent({name: "x"}) }))
   println(unwrap_err(try { resume_agent(42) }))
