@@ -40,7 +40,7 @@ import os
 import sys
 from typing import Any
 
-from harnpy.runtime.resume import load_for_resume, locate_source  # noqa: F401
+from harnpy.runtime.resume import load_for_resume
 from harnpy.runtime.snapshot import SnapshotError
 
 
@@ -133,6 +133,18 @@ def resume_main(args: Any) -> int:
     return resume_program_main(args, path, events)
 
 
+def _runtime(events: JsonEvents | None) -> Any:
+    """A fresh runtime for the resume; with ``--json`` its output and run events go to
+    ``events``."""
+    from harnpy.runtime.runtime import Runtime
+
+    if events is None:
+        return Runtime()
+    rt = Runtime(stdout=events.stdout, stderr=events.stderr)
+    events.attach(rt)
+    return rt
+
+
 def _env_resume_options() -> dict[str, Any]:
     """Resume options from ``harnpy worker`` (HARNPY_RESUME_*); operator defaults."""
     out: dict[str, Any] = {
@@ -180,14 +192,9 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         resume_from_cli,
     )
     from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
-    from harnpy.runtime.runtime import Runtime
     from harnpy.stdlib.jsonlib import to_json_data
 
-    if events is not None:
-        rt = Runtime(stdout=events.stdout, stderr=events.stderr)
-        events.attach(rt)
-    else:
-        rt = Runtime()
+    rt = _runtime(events)
     _configure_llm(rt, args)
 
     def fail(code: str, message: str) -> int:
@@ -280,14 +287,9 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
     )
     from harnpy.diagnostics import DiagnosticError
     from harnpy.runtime.errors import HarnError, SnapshotExit
-    from harnpy.runtime.runtime import Runtime
     from harnpy.stdlib.jsonlib import to_json_data
 
-    if events is not None:
-        rt = Runtime(stdout=events.stdout, stderr=events.stderr)
-        events.attach(rt)
-    else:
-        rt = Runtime()
+    rt = _runtime(events)
 
     def done(code: int, value: Any = None) -> int:
         if events is not None:
