@@ -663,27 +663,24 @@ def op_assign_global_index(
     return instr
 
 
-def op_push_in_place(where: Any, value: Ev, nxt: int) -> Instr:
-    """``xs = xs.push(v)`` on a local slot (int ``where``) or a module global
-    (``(globals, name)``): append in place when the list is unshared; otherwise a copy
-    (value semantics). Non-lists dispatch ``.push`` as a normal method call."""
-    if type(where) is int:
-        slot = where
+def op_push_in_place(slot: int, value: Ev, nxt: int) -> Instr:
+    """``xs = xs.push(v)`` on a local slot: append in place when the list is unshared;
+    otherwise a copy (value semantics). Non-lists dispatch ``.push`` as a normal method
+    call. Module globals use :func:`op_push_global`."""
 
-        def instr(f: Frame) -> int:
-            v = value(f)
-            s = f.slots
-            obj = s[slot]
-            if type(obj) is list:
-                if _getrc(obj) <= UNIQUE_RC:
-                    obj.append(v)
-                else:
-                    s[slot] = obj + [v]
-                return nxt
-            return call_method(f, obj, "push", [v], slot, nxt)
+    def instr(f: Frame) -> int:
+        v = value(f)
+        s = f.slots
+        obj = s[slot]
+        if type(obj) is list:
+            if _getrc(obj) <= UNIQUE_RC:
+                obj.append(v)
+            else:
+                s[slot] = obj + [v]
+            return nxt
+        return call_method(f, obj, "push", [v], slot, nxt)
 
-        return instr
-    raise TypeError("op_push_in_place takes a slot; globals use op_push_global")
+    return instr
 
 
 def op_push_global(g: dict[str, Any], name: str, value: Ev, tmp: int, done: int, nxt: int) -> Instr:
