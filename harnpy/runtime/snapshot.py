@@ -48,7 +48,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from harnpy.runtime.calls import StructType
 from harnpy.runtime.code import (
     CODEGEN_VERSION,
     MISSING,
@@ -66,6 +65,7 @@ from harnpy.runtime.values import (
     Channel,
     Closure,
     Duration,
+    EnumNamespace,
     EnumValue,
     Generator,
     HostObject,
@@ -73,6 +73,7 @@ from harnpy.runtime.values import (
     IterValue,
     Pair,
     RangeValue,
+    StructType,
     StructValue,
     TaskHandle,
 )
@@ -475,9 +476,7 @@ class _Encoder:
             return {"$t": "tuple", "items": [self.enc(x, path) for x in v]}
         if isinstance(v, HarnError):
             return self.enc_error(v, path)
-        from harnpy.runtime.compiler import _EnumNamespace
-
-        if t is _EnumNamespace:
+        if t is EnumNamespace:
             return {"$t": "enum_ns", "name": v.name, "variants": v.variants}
         raise SnapshotError(
             f"cannot snapshot a value of Python type {t.__name__} held at {path}", "E402"
@@ -1207,9 +1206,7 @@ def _dec_builtin(d: _Decoder, v: dict[str, Any]) -> Any:
 
 
 def _dec_enum_ns(d: _Decoder, v: dict[str, Any]) -> Any:
-    from harnpy.runtime.compiler import _EnumNamespace
-
-    return _EnumNamespace(v["name"], dict(v["variants"]))
+    return EnumNamespace(v["name"], dict(v["variants"]))
 
 
 _SCALAR_DECODERS: dict[str, Any] = {
