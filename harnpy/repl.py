@@ -3,8 +3,8 @@
 One live :class:`~harnpy.runtime.session.Session` runs every entry once, incrementally;
 an expression's value is echoed with the display rules (``println`` format) and bound to
 the next of ``_1``, ``_2``, ... (lifecycle.md 9.2); ``nil`` is not echoed. The terminal
-front end opens with ``Harn REPL v<version>`` and says ``Goodbye!`` on Ctrl-D. Errors are rendered like ``harnpy run`` renders them and never end the
-session.
+front end opens with ``Harn REPL v<version>`` and says ``Goodbye!`` on Ctrl-D. Errors are
+rendered like ``harnpy run`` renders them and never end the session.
 
 Two front ends share :class:`ReplCore` (entry splitting, ``:commands``, echo, errors):
 
@@ -777,7 +777,7 @@ class ReplCore:
     def run_entry(self, text: str, *, show: Callable[[Any], str] | None = None) -> bool:
         """Evaluate one Harn entry in the session and echo its value: ``show(value)`` when given,
         else the display form unless the value is nil. True on success; False after reporting an
-        error, an interrupt, a snapshot exit or an internal error (:meth:`_evaluate`).
+        error, an interrupt or an internal error (:meth:`_evaluate`).
 
         Raises:
             ReplExit: the program called ``exit``.
@@ -800,10 +800,10 @@ class ReplCore:
         """Run an entry or a loaded file (``run()``); None after reporting how it failed.
 
         Every way a program can stop short is reported and leaves the session usable: a
-        syntax or runtime error (rendered as ``harnpy run`` does), an interrupt, a
-        ``__snapshot_exit`` (the snapshot was written; the session goes on), Python's
-        recursion limit (a program nested too deeply to compile) and an internal error
-        (``error[E999]``; ``HARNPY_DEBUG`` adds the Python traceback).
+        syntax or runtime error (rendered as ``harnpy run`` does; ``__snapshot_exit`` is one,
+        the session refuses it), an interrupt, Python's recursion limit (a program nested too
+        deeply to compile) and an internal error (``error[E999]``; ``HARNPY_DEBUG`` adds the
+        Python traceback).
 
         Raises:
             ReplExit: the program called ``exit``.
@@ -889,7 +889,7 @@ class ReplCore:
     def cmd_load(self, arg: str) -> bool:
         """``:load FILE``: run a ``.harn`` file in this session (its definitions stay); False
         after reporting an unreadable file or a failure of the program (as :meth:`run_entry`:
-        an error, an interrupt, a snapshot exit, an internal error). Raises :class:`ReplExit`
+        an error, an interrupt, an internal error). Raises :class:`ReplExit`
         when the file calls ``exit``."""
         from harnpy.runtime.display import display
 
