@@ -126,9 +126,8 @@ def did_you_mean(
     length <= 2, 2 for lengths 3-5 and 3 otherwise. The closest one wins; ties go to the
     longest common prefix (``printl`` suggests ``println``), then to the program's own names
     (``preferred``: variables and functions in scope, over builtins), then alphabetical order.
-    Names
-    starting with ``__`` (harnpy's internal builtins) are only suggested for such names, and
-    ``_`` (never bound, spec 3.10) gets no hint. This is the one implementation: the static
+    Names starting with ``__`` (harnpy's internal builtins) are only suggested for such names,
+    and ``_`` (never bound, spec 3.10) gets no hint. This is the one implementation: the static
     checker, the runtime and the REPL use it.
     """
     if name == "_":
