@@ -14,8 +14,9 @@ its source text is unchanged:
   is ``[class index, span, *fields]`` with ``span`` either the six ints of :class:`ast.Span`
   or ``0`` for ``NO_SPAN``; a tuple is ``[null, *items]``; strings, numbers, booleans and
   null stand for themselves.
-* Writes are atomic (temp file + ``os.replace``); the directory is pruned to the
-  :data:`MAX_ENTRIES` most recently written entries when it grows past that.
+* Writes are atomic (temp file + ``os.replace``); when the directory grows past
+  :data:`MAX_ENTRIES` entries it is pruned to the ``MAX_ENTRIES // 2`` most recently
+  written ones.
 
 Cache directory: ``$HARNPY_CACHE_DIR``, else ``$XDG_CACHE_HOME/harnpy``, else
 ``~/.cache/harnpy``, else a per-user directory in the temp directory. A directory is used only
