@@ -260,6 +260,15 @@ class FnBuilder:
         ``nxt=False`` for one that never falls through (see :class:`IRIns`)."""
         self.ir.append(IRIns(factory, args, self.span, nxt))
 
+    def store(self, slot: int, ev: Ev) -> None:
+        """Emit ``slots[slot] = ev()``; a call result's temporary is moved instead (see
+        :func:`_temp_ev`)."""
+        tmp = getattr(ev, "_temp_slot", None)
+        if tmp is not None:
+            self.emit(_op_move, slot, tmp)
+        else:
+            self.emit(I.op_store, slot, ev)
+
     def place(self, label: Label) -> None:
         """Place ``label`` at the next instruction emitted."""
         self.ir.append(label)
@@ -613,19 +622,15 @@ class Compiler:
                 b.emit(I.op_eval, ev)
                 return
             self._check_redeclare(pat.name, mutable, pat.span)
-            tmp = getattr(ev, "_temp_slot", None)
             if b.at_module_top():
+                tmp = getattr(ev, "_temp_slot", None)
                 if tmp is not None:
                     b.emit(_op_move_global, self.ctx.module.globals, pat.name, tmp)
                 else:
                     b.emit(I.op_store_global, self.ctx.module.globals, pat.name, ev)
                 self.ctx.module.global_kinds[pat.name] = kind
                 return
-            slot = b.declare(pat.name, mutable, kind)
-            if tmp is not None:
-                b.emit(_op_move, slot, tmp)
-            else:
-                b.emit(I.op_store, slot, ev)
+            b.store(b.declare(pat.name, mutable, kind), ev)
             return
         tmp = b.temp()
         b.emit(I.op_store, tmp, ev)
@@ -792,11 +797,7 @@ class Compiler:
                     I.op_raise, _err_const(f"Cannot assign to immutable binding: {name}", "E204")
                 )
                 return
-            tmp = getattr(ev, "_temp_slot", None)
-            if tmp is not None:
-                b.emit(_op_move, binding.slot, tmp)
-            else:
-                b.emit(I.op_store, binding.slot, ev)
+            b.store(binding.slot, ev)
             return
         if self._is_global(name):
             kind = self.ctx.module.global_kinds.get(name)
