@@ -2820,7 +2820,9 @@ def type_checker(t: A.TypeExpr, ctx: ModuleContext) -> Callable[[Any], bool] | N
         if name == "nil":
             return lambda v: v is None
         if name == "closure":
-            return lambda v: type(v).__name__ in ("Closure", "Builtin", "BoundMethod", "StructType")
+            from harnpy.stdlib._common import is_callable
+
+            return is_callable
         alias = ctx.module.type_aliases.get(name) if ctx.module is not None else None
         if alias is not None and alias is not t:
             return type_checker(alias, ctx)
