@@ -11,6 +11,7 @@ Two deliberate asymmetries from the reference: ``split(s)`` splits on ``" "`` bu
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from typing import Any
 
@@ -21,8 +22,10 @@ from harnpy.stdlib._common import as_int
 from harnpy.stdlib.registry import builtin, method
 
 
+@functools.cache
 def _wc_graphemes() -> Any:
-    """wcwidth's UAX #29 segmenter (wcwidth >= 0.3), imported on first use (start-up)."""
+    """wcwidth's UAX #29 segmenter (wcwidth >= 0.3), imported on first use (start-up) and
+    looked up once (a missing wcwidth is not searched for again on every call)."""
     try:
         from wcwidth import iter_graphemes
 
