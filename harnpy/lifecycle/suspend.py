@@ -59,6 +59,7 @@ from harnpy.lifecycle.workers import (
     lifecycle_error,
     resolve,
     state_dir,
+    stop_thread,
 )
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import HarnError, runtime_error
@@ -793,14 +794,7 @@ def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
         and owner_alive(doc)
     ):
         return  # adopted by a live process (load_agent): that process holds the park now
-    th = rec.thread
-    if th is not None:
-        from harnpy.stdlib.concurrency import kill_thread
-
-        kill_thread(runtime, th)
-    rec.thread = None
-    rec.park_waker = None
-    rec.suspend_request = None
+    stop_thread(runtime, rec)
     cancel_wait(runtime, rec, "resumed elsewhere")
     rec.result = doc.get("latest_payload", rec.result)
     if status == "suspended":
@@ -2514,19 +2508,12 @@ def fail_on_timeout(runtime: Any, rec: WorkerRecord) -> dict[str, Any]:
     Raises:
         HarnRuntimeError: ``HARN-SUS-006`` when it is no longer suspended.
     """
-    from harnpy.stdlib.concurrency import kill_thread
-
     if rec.status != "suspended":
         raise sus_error(
             6,
             f"auto-resume timeout: worker {rec.id} is no longer suspended (status={rec.status})",
         )
-    th = rec.thread
-    if th is not None:
-        kill_thread(runtime, th)
-    rec.thread = None
-    rec.park_waker = None
-    rec.suspend_request = None
+    stop_thread(runtime, rec)
     rec.suspension = None
     rec.resume_wait = None  # type: ignore[attr-defined]
     rec.status = "failed"

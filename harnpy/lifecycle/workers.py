@@ -854,6 +854,19 @@ def _restart(thread: Any, rec: WorkerRecord, text: str, *, keep_result: bool, wh
     start(thread, rec, state)
 
 
+def stop_thread(runtime: Any, rec: WorkerRecord) -> None:
+    """Kill ``rec``'s Harn thread (when it has one) and forget it with its park waker and
+    any pending suspend request."""
+    th = rec.thread
+    if th is not None:
+        from harnpy.stdlib.concurrency import kill_thread
+
+        kill_thread(runtime, th)
+    rec.thread = None
+    rec.park_waker = None
+    rec.suspend_request = None
+
+
 @builtin("list_agents", aliases=("__list_agents",))
 def list_agents(thread: Any, *args: Any) -> list[dict[str, Any]]:
     """``list_agents()`` (2.9): the summaries of every worker of this run, by id (creation
@@ -879,21 +892,14 @@ def close_agent(thread: Any, *args: Any) -> dict[str, Any]:
         HarnRuntimeError: ``close_agent: worker <id> cannot close itself``, and the handle
             errors of :func:`resolve`.
     """
-    from harnpy.stdlib.concurrency import kill_thread
-
     args = strip_harness(args)
     rt = thread.runtime
     rec = resolve(rt, arg(args, 0), "close_agent")
     if rec.status == "cancelled":
         return rec.summary()
-    th = rec.thread
-    if th is not None:
-        if th is thread:
-            raise lifecycle_error(f"close_agent: worker {rec.id} cannot close itself")
-        kill_thread(rt, th)
-    rec.thread = None
-    rec.park_waker = None
-    rec.suspend_request = None
+    if rec.thread is thread:
+        raise lifecycle_error(f"close_agent: worker {rec.id} cannot close itself")
+    stop_thread(rt, rec)
     rec.suspension = None
     rec.status = "cancelled"
     rec.error = "worker cancelled"
