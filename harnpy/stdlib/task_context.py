@@ -224,8 +224,10 @@ _CTX_FIELDS = ("task_id", "parent_task_id", "root_task_id", "task_name", "task_g
 def _save_context(thread: Any) -> dict[str, Any] | None:
     """The snapshotted thread's context record (ids, values, child counters) and whether
     it was asked to stop; None while it has the untouched root context."""
-    ctx = thread.locals.get(_CTX) if hasattr(thread, "locals") else None
-    cancelled = is_cancel_requested(thread) if hasattr(thread, "locals") else False
+    if not hasattr(thread, "locals"):
+        return None
+    ctx = thread.locals.get(_CTX)
+    cancelled = is_cancel_requested(thread)
     if ctx is None and not cancelled:
         return None
     return {"context": dict(ctx) if ctx is not None else None, "cancelled": cancelled}
