@@ -889,8 +889,8 @@ def ensure_modules(
     Raises:
         SnapshotError: a source cannot be found or changed since the snapshot.
     """
-    from harnpy.runtime.modules import resolve_import, source_hash
-    from harnpy.runtime.resume import locate_source
+    from harnpy.runtime.modules import resolve_import
+    from harnpy.runtime.resume import checked_source
 
     before = set(runtime.modules)
     saved_restoring = runtime.restoring
@@ -905,13 +905,7 @@ def ensure_modules(
                 k, p = resolve_import(key, None)  # type: ignore[arg-type]
                 runtime.import_module(k, p)
                 continue
-            path, source = locate_source(rec, snapshot_path)
-            if source_hash(source) != rec["hash"]:
-                raise SnapshotError(
-                    f"the source of {path} changed since the snapshot was taken; refusing "
-                    "to resume (the snapshot file is left as it was)",
-                    "E406",
-                )
+            path, source = checked_source(rec, snapshot_path)
             saved_main = runtime.main_module
             mod = runtime.load_main(path, source)
             if not fresh or rec.get("role") != "main":
@@ -930,8 +924,7 @@ def precheck_sources(runtime: Any, doc: dict[str, Any], snapshot_path: str) -> N
     Raises:
         SnapshotError: ``E406`` naming the module.
     """
-    from harnpy.runtime.modules import source_hash
-    from harnpy.runtime.resume import locate_source
+    from harnpy.runtime.resume import changed_source_error, checked_source
 
     tdoc = doc.get("harnpy_thread")
     if not isinstance(tdoc, dict):
@@ -941,17 +934,10 @@ def precheck_sources(runtime: Any, doc: dict[str, Any], snapshot_path: str) -> N
         if key.startswith("std/"):
             continue
         live = runtime.modules.get(key)
-        if live is not None:
-            current = live.hash
-        else:
-            _, source = locate_source(rec, snapshot_path)
-            current = source_hash(source)
-        if current != rec.get("hash"):
-            raise SnapshotError(
-                f"the source of {rec.get('path', key)} changed since the snapshot was taken; "
-                "refusing to resume (the snapshot file is left as it was)",
-                "E406",
-            )
+        if live is None:
+            checked_source(rec, snapshot_path)
+        elif live.hash != rec.get("hash"):
+            raise changed_source_error(rec.get("path", key))
 
 
 def restore_thread(

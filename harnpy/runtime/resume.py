@@ -78,6 +78,28 @@ def locate_source(
     raise SnapshotError(f"cannot find the source of {path} needed by the snapshot", "E406")
 
 
+def changed_source_error(path: str) -> SnapshotError:
+    """The E406 refusal for a module whose source no longer has the snapshot's hash."""
+    return SnapshotError(
+        f"the source of {path} changed since the snapshot was taken; refusing to resume "
+        "(the snapshot file is left as it was)",
+        "E406",
+    )
+
+
+def checked_source(rec: dict[str, Any], snapshot_path: str) -> tuple[str, str]:
+    """:func:`locate_source` for module record ``rec``, refusing a source whose hash is not
+    the recorded one.
+
+    Raises SnapshotError (E406): no source found, or it changed since the snapshot."""
+    from harnpy.runtime.modules import source_hash
+
+    path, source = locate_source(rec, snapshot_path)
+    if source_hash(source) != rec["hash"]:
+        raise changed_source_error(path)
+    return path, source
+
+
 def load_for_resume(snapshot_path: str, runtime: Any) -> Any:
     """Load ``snapshot_path`` into ``runtime`` and return the restored thread."""
     from harnpy.runtime.snapshot import load_document, restore
@@ -87,15 +109,7 @@ def load_for_resume(snapshot_path: str, runtime: Any) -> Any:
     if len(mains) != 1:
         raise SnapshotError("snapshot does not name exactly one main module", "E404")
     main = mains[0]
-    path, source = locate_source(main, snapshot_path)
-    from harnpy.runtime.modules import source_hash
-
-    if source_hash(source) != main["hash"]:
-        raise SnapshotError(
-            f"the source of {path} changed since the snapshot was taken; refusing to resume "
-            "(the snapshot file is left as it was)",
-            "E406",
-        )
+    path, source = checked_source(main, snapshot_path)
     runtime.restoring = True
     runtime.argv = list(doc["thread"].get("argv", []))
     mod = runtime.load_main(path, source)
