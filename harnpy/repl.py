@@ -298,9 +298,14 @@ def indent_for(text_before_cursor: str) -> str:
 def describe_type(value: Any) -> str:
     """The ``:type`` text of a value: its ``type_of`` name, with the struct or enum name,
     or a closure's parameters."""
-    from harnpy.runtime.calls import StructType
-    from harnpy.runtime.compiler import _EnumNamespace
-    from harnpy.runtime.values import Closure, EnumValue, StructValue, type_name
+    from harnpy.runtime.values import (
+        Closure,
+        EnumNamespace,
+        EnumValue,
+        StructType,
+        StructValue,
+        type_name,
+    )
 
     if type(value) is Closure:
         return "closure fn(" + ", ".join(value.code.param_names) + ")"
@@ -310,7 +315,7 @@ def describe_type(value: Any) -> str:
         return f"enum {value.enum}"
     if type(value) is StructType:
         return f"struct type {value.name}"
-    if type(value) is _EnumNamespace:
+    if type(value) is EnumNamespace:
         return f"enum type {value.name}"
     return type_name(value)
 

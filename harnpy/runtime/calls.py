@@ -32,8 +32,6 @@ from harnpy.runtime.values import (
     StructValue,
     type_name,
 )
-
-__all__ = ["StructType"]  # re-exported: the struct constructor value lived here
 from harnpy.stdlib.registry import METHODS
 
 _METHOD_TABLE_KEY: dict[type, str] = {

@@ -2295,10 +2295,6 @@ def _capture_checked_ev(slot: int, name: str, span: A.Span) -> Ev:
     return load
 
 
-#: Old name of :class:`~harnpy.runtime.values.EnumNamespace` (snapshots and the REPL use it).
-_EnumNamespace = EnumNamespace
-
-
 def _interp_ev(parts: list[Any]) -> Ev:
     pieces: list[Any] = []
     for p in parts:

@@ -445,4 +445,4 @@ def _enter_handler(f: Frame, h: Any, exc: HarnError) -> None:
     f.pc = h.target
 
 
-__all__ = ["Thread", "DEFAULT_MAX_DEPTH", "did_you_mean", "STOP"]
+__all__ = ["Thread", "DEFAULT_MAX_DEPTH", "STOP"]
