@@ -62,19 +62,12 @@ class Diagnostic:
 
 
 def _cells(text: str) -> int:
-    """Terminal cells ``text`` takes: 2 for East Asian wide/fullwidth characters (most
-    emoji), 0 for combining marks and zero-width joiners, 1 otherwise."""
-    import unicodedata
+    """Terminal cells ``text`` takes (``wcwidth``: 2 for wide characters and most emoji, 0
+    for combining marks); a control character counts as none."""
+    from wcwidth import wcswidth, wcwidth
 
-    n = 0
-    for ch in text:
-        if ch.isascii():
-            n += 1
-        elif unicodedata.combining(ch) or ch in "\u200d\ufe0f":
-            continue
-        else:
-            n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-    return n
+    n = wcswidth(text)
+    return n if n >= 0 else sum(max(wcwidth(ch), 0) for ch in text)
 
 
 class DiagnosticError(Exception):
