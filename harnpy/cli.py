@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     from harnpy.lifecycle.triggers.cli import add_subparsers as add_worker_subparsers
 
     add_worker_subparsers(sub)
+    from harnpy.store.cli import add_subparsers as add_store_subparsers
+
+    add_store_subparsers(sub)
     return p
 
 
@@ -121,6 +124,10 @@ def _dispatch(argv: list[str] | None) -> int:
         from harnpy.lifecycle.triggers.cli import main as worker_main
 
         return worker_main(args)
+    if args.command == "store":
+        from harnpy.store.cli import main as store_main
+
+        return store_main(args)
     build_parser().print_help(sys.stderr)
     return EXIT_USAGE
 

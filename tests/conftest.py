@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.store_fixtures"]
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 SNAPSHOT_EVERYWHERE_ENV = "HARNPY_SNAPSHOT_EVERYWHERE"

@@ -27,7 +27,11 @@ ALLOWED = {
         "llm",
         "_lazy",
         "shapes",
+        "store",
+        "security",
     },
+    # the durable store knows nothing of the language or the agents
+    "store": {"store", "security"},
 }
 
 
