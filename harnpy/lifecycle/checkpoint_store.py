@@ -1,0 +1,108 @@
+"""Where worker checkpoints live: the worker state directory (``HARN_WORKER_STATE_DIR``,
+``.harn/workers``, or a private per-user fallback) and a worker's snapshot path."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import tempfile
+from typing import Any
+
+from harnpy.lifecycle.services import services
+from harnpy.lifecycle.workers import (
+    WorkerRecord,
+    state_dir,
+)
+
+
+def snapshot_dir(runtime: Any) -> str:
+    """The directory worker snapshots are written to (created when missing).
+
+    ``HARN_WORKER_STATE_DIR`` when set: it is used as given, or refused. Otherwise
+    ``.harn/workers`` when it can be created and written, else
+    ``<tmp>/harnpy-<uid>/workers/<hash of the working directory>`` (a read-only checkout
+    still parks; the summary's ``snapshot_path`` says where).
+
+    Raises:
+        OSError: ``HARN_WORKER_STATE_DIR`` names a directory that cannot be used (not a
+            directory, not writable, cannot be created); ``strerror`` names it.
+    """
+    explicit = bool(os.environ.get("HARN_WORKER_STATE_DIR"))
+    preferred = state_dir()
+    cache: dict[str, str] = _cache(runtime, "worker_dirs")
+    hit = cache.get(preferred)
+    if hit is not None:
+        return hit
+    chosen = preferred
+    try:
+        if os.path.exists(preferred) and not os.path.isdir(preferred):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory")
+        if not _writable(preferred):
+            raise PermissionError(errno.EACCES, "not writable")
+        os.makedirs(preferred, exist_ok=True)
+    except OSError as e:
+        if explicit:  # the user chose it: never put durable state elsewhere behind their back
+            raise OSError(
+                e.errno,
+                f"HARN_WORKER_STATE_DIR `{preferred}` cannot be used: {e.strerror or e}",
+            ) from None
+        tag = hashlib.sha256(os.path.abspath(preferred).encode()).hexdigest()[:12]
+        chosen = os.path.join(tempfile.gettempdir(), f"harnpy-{os.getuid()}", "workers", tag)
+        os.makedirs(chosen, mode=0o700, exist_ok=True)
+    cache[preferred] = chosen
+    return chosen
+
+
+def _writable(path: str) -> bool:
+    """Whether ``path`` (or, when missing, its nearest existing ancestor) may be written:
+    ``os.access`` and, so that a superuser does not write into a read-only checkout, at
+    least one write permission bit."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p):
+        parent = os.path.dirname(p)
+        if parent == p:
+            return False
+        p = parent
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return False
+    return bool(mode & 0o222) and os.access(p, os.W_OK)
+
+
+def _cache(runtime: Any, name: str) -> Any:
+    svc = services(runtime)
+    value = getattr(svc, "_suspend_" + name, None)
+    if value is None:
+        value = {}
+        setattr(svc, "_suspend_" + name, value)
+    return value
+
+
+def _target_path(runtime: Any, rec: WorkerRecord) -> str:
+    """Where ``rec``'s snapshot goes (and set ``rec.snapshot_path`` to it).
+
+    Raises:
+        OSError: the state directory cannot be used (:func:`snapshot_dir`).
+    """
+    if getattr(rec, "snapshot_fixed", False):
+        return rec.snapshot_path
+    d = snapshot_dir(runtime)
+    if os.path.dirname(rec.snapshot_path) != d:
+        rec.snapshot_path = os.path.join(d, f"{rec.id}.json")
+    rec.snapshot_fixed = True  # type: ignore[attr-defined]
+    return rec.snapshot_path
+
+
+def _dumps(doc: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON bytes of a document (orjson when installed)."""
+    from harnpy.runtime.snapshot import dumps_bytes
+
+    return dumps_bytes(doc)
+
+
+def _loads(data: bytes) -> Any:
+    from harnpy.runtime.snapshot import loads
+
+    return loads(data)

@@ -1,0 +1,187 @@
+"""Cold restore of a parked worker: the loop frames of a thread, compiling the modules a
+snapshot needs, rebuilding the thread and attaching it to its record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnpy.lifecycle._common import LOOP_MODULE
+from harnpy.lifecycle.services import services
+from harnpy.lifecycle.workers import (
+    WorkerRecord,
+    finished,
+)
+from harnpy.runtime.errors import HarnError, runtime_error
+from harnpy.runtime.snapshot import SnapshotError
+
+
+def bottom_frame(thread: Any) -> Any:
+    """The bottom frame of ``thread``'s stack."""
+    fr = thread.frame
+    while fr is not None and fr.parent is not None:
+        fr = fr.parent
+    return fr
+
+
+#: The functions of std/agent/_loop whose frame is the bottom of a running loop (the loop
+#: is a chain of tail calls between them, reusing one frame).
+LOOP_FRAMES = ("__agent_loop_run", "__agent_step")
+
+
+def _is_loop_frame(fr: Any) -> bool:
+    if fr.native:
+        return False
+    code = fr.code
+    return code.name in LOOP_FRAMES and code.module.path == LOOP_MODULE
+
+
+def loop_frame(thread: Any) -> Any:
+    """The innermost frame of ``thread`` that is the bottom of an agent loop (running
+    ``__agent_loop_run`` / ``__agent_step`` of std/agent/_loop).
+
+    Raises:
+        HarnRuntimeError: no agent loop is on the stack.
+    """
+    fr = thread.frame
+    while fr is not None:
+        if _is_loop_frame(fr):
+            return fr
+        fr = fr.parent
+    raise runtime_error("internal: no agent loop frame on the stack")
+
+
+def ensure_modules(
+    runtime: Any, tdoc: dict[str, Any], snapshot_path: str, *, fresh: bool
+) -> set[str]:
+    """Compile (without running) every module the embedded snapshot needs that ``runtime``
+    has not loaded; returns their keys (their globals come from the snapshot). A ``fresh``
+    runtime (``harnpy run --resume``) takes the snapshot's main module as its own.
+
+    Raises:
+        SnapshotError: a source cannot be found or changed since the snapshot.
+    """
+    from harnpy.runtime.modules import resolve_import
+    from harnpy.runtime.resume import checked_source
+
+    before = set(runtime.modules)
+    saved_restoring = runtime.restoring
+    runtime.restoring = True
+    try:
+        records = sorted(tdoc["modules"], key=lambda r: r.get("role") != "main")
+        for rec in records:
+            key = rec["key"]
+            if key in runtime.modules:
+                continue
+            if key.startswith("std/"):
+                k, p = resolve_import(key, None)  # type: ignore[arg-type]
+                runtime.import_module(k, p)
+                continue
+            path, source = checked_source(rec, snapshot_path)
+            saved_main = runtime.main_module
+            mod = runtime.load_main(path, source)
+            if not fresh or rec.get("role") != "main":
+                runtime.main_module = saved_main
+            if mod.path != key:
+                runtime.modules[key] = mod
+    finally:
+        runtime.restoring = saved_restoring
+    return set(runtime.modules) - before
+
+
+def precheck_sources(runtime: Any, doc: dict[str, Any], snapshot_path: str) -> None:
+    """Before claiming a snapshot: every non-``std`` module it needs can be found and has
+    the recorded source hash (so a resume refused for a changed source writes nothing).
+
+    Raises:
+        SnapshotError: ``E406`` naming the module.
+    """
+    from harnpy.runtime.resume import changed_source_error, checked_source
+
+    tdoc = doc.get("harnpy_thread")
+    if not isinstance(tdoc, dict):
+        return
+    for rec in tdoc.get("modules") or []:
+        key = rec.get("key", "")
+        if key.startswith("std/"):
+            continue
+        live = runtime.modules.get(key)
+        if live is None:
+            checked_source(rec, snapshot_path)
+        elif live.hash != rec.get("hash"):
+            raise changed_source_error(rec.get("path", key))
+
+
+def restore_thread(
+    runtime: Any, rec: WorkerRecord, doc: dict[str, Any], path: str, *, fresh: bool
+) -> Any:
+    """Rebuild ``rec``'s parked thread from snapshot ``doc`` (modules compiled as needed,
+    ``config`` / ``transcript`` decoded into ``rec`` sharing the frames' objects). The
+    thread is not scheduled yet.
+
+    Raises:
+        SnapshotError: incompatible snapshot (changed source, missing module...) or damaged
+            data (frames, a transcript that is not a :class:`~harnpy.lifecycle.documents.
+            TranscriptRecord`).
+    """
+    from harnpy.runtime.snapshot import restore
+
+    tdoc = dict(doc["harnpy_thread"])
+    names = tdoc.get("external_names") or []
+    tdoc["externals"] = {n: doc.get(n) for n in names}
+    new = ensure_modules(runtime, tdoc, path, fresh=fresh)
+    if fresh:
+        runtime.argv = list(tdoc["thread"].get("argv", []))
+    decoders: list[Any] = []
+    th = restore(tdoc, runtime, globals_for=None if fresh else new, decoder_out=decoders)
+    if new:
+        runtime.relink_imports()
+    dec = decoders[0]
+    if "config" in names:
+        rec.config = dec.external("config")
+    if "transcript" in names:
+        rec.transcript = dec.external("transcript")
+        from harnpy.lifecycle.documents import TranscriptRecord
+        from harnpy.shapes import ShapeError, structure
+
+        try:
+            structure(rec.transcript, TranscriptRecord)
+        except ShapeError as e:
+            raise SnapshotError(f"the worker's transcript is malformed: {e}", "E404") from None
+    if th.frame is None:
+        raise SnapshotError("the embedded snapshot has no frames", "E404")
+    slot = tdoc.get("pending_slot", -1)
+    if not isinstance(slot, int) or not -1 <= slot < len(th.frame.slots):
+        raise SnapshotError("the embedded snapshot's pending slot is out of range", "E404")
+    th.pending_slot = slot
+    return th
+
+
+def attach_thread(runtime: Any, rec: WorkerRecord, th: Any) -> None:
+    """Make ``th`` the worker thread of ``rec`` (named after it; its end settles ``rec``)."""
+    th.worker_id = rec.id
+    th.name = rec.id
+    rec.thread = th
+
+    def on_done(result: Any, error: HarnError | None) -> None:
+        finished(runtime, rec, th, result, error)
+
+    th.on_done = on_done
+
+
+def import_mock_state(runtime: Any, doc: dict[str, Any]) -> None:
+    """Queue the mock replies a snapshot carried (a fresh process only). A ``--llm-mock``
+    fixture given on the command line replaces them: the snapshot's queue and fixture are
+    then ignored."""
+    state = doc.get("llm_mock")
+    if not isinstance(state, dict):
+        return
+    opts = getattr(runtime, "llm_cli_options", None) or {}
+    if opts.get("mock_file"):
+        return
+    mock = services(runtime).llm.mock
+    for entry in state.get("queue") or []:
+        mock.push(entry)
+    if state.get("fixture") is not None:
+        from harnpy.llm.mock import parse_mock_entry
+
+        mock.load_fixture([parse_mock_entry(e, "snapshot") for e in state["fixture"]])
