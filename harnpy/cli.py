@@ -45,37 +45,84 @@ def _version() -> str:
     return __version__
 
 
+class HarnpyParser(argparse.ArgumentParser):
+    """The ``argparse`` parser class of ``harnpy`` and its subcommands: help shows each
+    option's default (:class:`HelpFormatter`), and long options are never abbreviated (an
+    option spelled differently is refused, not guessed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` text that ends each option's help with ``(default: X)`` when the option has
+    a default worth showing (not None, False or an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "%(default)" in text
+            or default in (None, False, argparse.SUPPRESS)
+            or default == []
+            or not (action.option_strings or action.nargs in ("?", "*"))
+        ):
+            return action.help
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+
+#: Subcommands whose arguments after a ``--`` are the program's own (``argv()``).
+SCRIPT_ARG_COMMANDS = frozenset({"run"})
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of every subcommand: ``run``, ``check``, ``test``, ``repl`` and the
-    worker commands of :mod:`harnpy.lifecycle.triggers.cli`."""
-    p = argparse.ArgumentParser(
+    worker commands of :mod:`harnpy.lifecycle.triggers.cli`.
+
+    A subcommand sets its handler with ``set_defaults(handler=fn)``: :func:`main` calls
+    ``fn(args)`` and returns its exit code. A subcommand in :data:`SCRIPT_ARG_COMMANDS` gets
+    the arguments after ``--`` as ``args.args`` (:func:`split_script_args`)."""
+    p = HarnpyParser(
         prog="harnpy", description="Run Harn scripts: agent orchestration with resumable state."
     )
     p.add_argument("--version", action="version", version=f"harnpy {_version()}")
-    sub = p.add_subparsers(dest="command")
+    sub = p.add_subparsers(dest="command", parser_class=HarnpyParser)
 
-    run = sub.add_parser("run", help="run a .harn file (or -e CODE, or --resume SNAPSHOT)")
+    run = sub.add_parser(
+        "run",
+        help="run a .harn file (or -e CODE, or --resume SNAPSHOT)",
+        description="Run a .harn file, a snippet (-e CODE) or a parked program (--resume). "
+        "Options may come before or after the file; the program's own arguments (argv()) "
+        "go after `--`: harnpy run FILE [OPTIONS] -- ARGS...",
+    )
     run.add_argument("file", nargs="?", help="the .harn script")
-    run.add_argument("-e", dest="code", help="run CODE instead of a file")
+    run.add_argument("-e", dest="code", metavar="CODE", help="run CODE instead of a file")
     run.add_argument("--resume", metavar="SNAPSHOT", help="continue a parked program")
     run.add_argument("--json", action="store_true", help="emit NDJSON events (with --resume)")
     run.add_argument("--quiet", action="store_true", help="with --json: drop stdout/stderr events")
     run.add_argument("--llm-mock", metavar="FILE", help="queue mock LLM replies from JSONL")
     run.add_argument("--llm-mock-record", metavar="FILE", help="record LLM replies as JSONL")
-    run.add_argument("--max-depth", type=int, default=None, help="Harn frame limit")
-    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments after --")
+    run.add_argument(
+        "--max-depth", type=int, default=None, metavar="N", help="Harn frame limit (default: 10000)"
+    )
+    run.set_defaults(handler=cmd_run, args=[])
 
     check = sub.add_parser("check", help="parse and statically check a file")
     check.add_argument("file")
+    check.set_defaults(handler=lambda a: cmd_check(a.file))
 
     test = sub.add_parser("test", help="run test suites")
     test.add_argument("suite", choices=["conformance"])
     test.add_argument("dir")
     test.add_argument("--filter", default=None)
     test.add_argument("-v", "--verbose", action="store_true")
+    test.set_defaults(handler=_cmd_test)
 
     repl = sub.add_parser("repl", help="interactive session")
     repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
+    repl.set_defaults(handler=_cmd_repl)
 
     from harnpy.lifecycle.triggers.cli import add_subparsers as add_worker_subparsers
 
@@ -84,6 +131,46 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_store_subparsers(sub)
     return p
+
+
+def split_script_args(
+    argv: list[str], parser: argparse.ArgumentParser
+) -> tuple[list[str], list[str]]:
+    """Split a command line at the ``--`` that ends harnpy's own options: returns
+    ``(harnpy_argv, script_args)``.
+
+    Only a subcommand in :data:`SCRIPT_ARG_COMMANDS` takes script arguments; its first
+    ``--`` that is not the value of an option (``-e --`` runs the code ``--``) ends the
+    options. Everything before it is parsed by argparse — an option after the file is an
+    option, an unknown one is refused — and everything after it is the program's
+    ``argv()``, verbatim (a later ``--`` included)."""
+    cmd = next((i for i, tok in enumerate(argv) if not tok.startswith("-")), None)
+    if cmd is None or argv[cmd] not in SCRIPT_ARG_COMMANDS:
+        return argv, []
+    takes_value = _value_options(parser, argv[cmd])
+    i = cmd + 1
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv[:i], argv[i + 1 :]
+        i += 2 if tok in takes_value else 1
+    return argv, []
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(name)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
+def _value_options(parser: argparse.ArgumentParser, command: str) -> set[str]:
+    """The option strings of ``command`` that take a separate value (``-e``, ``--resume``)."""
+    sub = _subparser(parser, command)
+    if sub is None:
+        return set()
+    return {opt for action in sub._actions if action.nargs != 0 for opt in action.option_strings}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,19 +194,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str] | None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "run":
-        return cmd_run(args)
-    if args.command == "check":
-        return cmd_check(args.file)
-    if args.command == "test":
-        from harnpy.conformance import run_conformance
-
-        return run_conformance(args.dir, args.filter, args.verbose)
-    if args.command == "repl":
-        from harnpy.repl import run_repl
-
-        return run_repl(strict=args.strict)
+    parser = build_parser()
+    own, script_args = split_script_args(list(sys.argv[1:] if argv is None else argv), parser)
+    args, unknown = parser.parse_known_args(own)
+    if unknown:
+        return _unrecognized(parser, args, unknown)
+    handler = getattr(args, "handler", None)
+    if handler is not None:
+        if args.command in SCRIPT_ARG_COMMANDS:
+            args.args = script_args
+        return int(handler(args))
     if args.command in ("worker", "workers"):
         from harnpy.lifecycle.triggers.cli import main as worker_main
 
@@ -128,8 +212,43 @@ def _dispatch(argv: list[str] | None) -> int:
         from harnpy.store.cli import main as store_main
 
         return store_main(args)
-    build_parser().print_help(sys.stderr)
+    parser.print_help(sys.stderr)
     return EXIT_USAGE
+
+
+def _unrecognized(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> int:
+    """Refuse arguments no option or positional took (exit status 2): the subcommand's usage
+    line, then ``harnpy CMD: error: unrecognized arguments: ...``; for ``run``, a word that
+    is not an option gets the hint that script arguments go after ``--``."""
+    command = getattr(args, "command", None)
+    sub = _subparser(parser, command) if command else None
+    target = sub or parser
+    target.print_usage(sys.stderr)
+    message = "unrecognized arguments: " + " ".join(extra)
+    words = [a for a in extra if not a.startswith("-")]
+    if command in SCRIPT_ARG_COMMANDS and words and len(words) == len(extra):
+        what = getattr(args, "file", None) or "FILE"
+        message += (
+            f" (the program's own arguments go after `--`: harnpy {command} {what} -- "
+            + " ".join(words)
+            + ")"
+        )
+    sys.stderr.write(f"{target.prog}: error: {message}\n")
+    return EXIT_USAGE
+
+
+def _cmd_test(args: argparse.Namespace) -> int:
+    from harnpy.conformance import run_conformance
+
+    return run_conformance(args.dir, args.filter, args.verbose)
+
+
+def _cmd_repl(args: argparse.Namespace) -> int:
+    from harnpy.repl import run_repl
+
+    return run_repl(strict=args.strict)
 
 
 def _read_source(path: str) -> str | None:
@@ -150,8 +269,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     for bad options, no program, ``--resume`` together with a FILE or ``-e CODE``, ``--json``
     / ``--quiet`` without ``--resume``, or an unreadable file)."""
     script_args = list(args.args or [])
-    if script_args and script_args[0] == "--":
-        script_args = script_args[1:]
     problem = check_llm_mock_file(args)
     if problem is not None:
         sys.stderr.write(f"harnpy: {problem}\n")
@@ -165,6 +282,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "(give either --resume SNAPSHOT, a FILE or -e CODE)\n"
             )
             return EXIT_USAGE
+        if script_args:
+            sys.stderr.write(
+                "harnpy run: error: --resume continues the program of its snapshot with the "
+                f"arguments it was started with; remove `-- {' '.join(script_args)}`\n"
+            )
+            return EXIT_USAGE
         from harnpy.resume_cli import resume_main
 
         return resume_main(args)
@@ -176,8 +299,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     if args.code is not None:
-        if args.file is not None:  # `-e CODE -- x y`: argparse takes x as FILE
-            script_args = [args.file, *script_args]
+        if args.file is not None:
+            sys.stderr.write(
+                f"harnpy run: error: give either FILE ({args.file}) or -e CODE, not both "
+                f"(the program's own arguments go after `--`: harnpy run -e CODE -- {args.file})\n"
+            )
+            return EXIT_USAGE
         path, source = "<-e>", args.code
     elif args.file:
         path = os.path.abspath(args.file)
