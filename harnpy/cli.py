@@ -4,7 +4,9 @@ Exit codes (documented in README):
 
 * 0 — the program completed (whatever its entry pipeline returned); a root ``agent_loop``
   that parks returns its ``Suspension`` to the script, so such a run completes too;
-* 1 — a runtime error escaped (message and Harn stack trace on stderr); for
+* 1 — a runtime error escaped (message and Harn stack trace on stderr), or a root
+  ``agent_loop`` failed and the program never read its result's ``status`` / ``error``
+  (:mod:`harnpy.runtime.outcomes`); for
   ``run --resume <worker snapshot>``: the worker failed, or the resume was refused
   (``HARN-SUS-003/004/006/010``: not suspended, unreadable, resumed by another process,
   closed);
@@ -354,7 +356,28 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
     except BaseException as e:  # noqa: BLE001 - _report_failure re-raises what is not ours
         return _report_failure(e, rt)
     flush_stdout()
-    return EXIT_OK
+    return unchecked_failures_exit(rt)
+
+
+def unchecked_failures_exit(rt: Any) -> int:
+    """The exit status of a program that ran to its end: 1 when a root ``agent_loop`` failed
+    and the program never read that result's ``status`` or ``error``
+    (:mod:`harnpy.runtime.outcomes`; the failure itself was reported when the loop ended),
+    else 0. Says on stderr which loop and how to take charge of it."""
+    from harnpy.runtime.outcomes import unchecked
+
+    left = unchecked(rt)
+    if not left:
+        return EXIT_OK
+    first = left[0]
+    where = f" at {first.where}" if first.where else ""
+    more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+    sys.stderr.write(
+        f"harnpy run: error: the agent_loop{where} ended with {first.status}{more} and the "
+        "program did not check the result; exit status 1 (read result.status to handle a "
+        "failed loop yourself)\n"
+    )
+    return EXIT_RUNTIME
 
 
 def nested_too_deeply(path: str) -> Diagnostic:

@@ -64,6 +64,7 @@ from harnpy.lifecycle.llm_builtins import (
     submit_blocking,
     visible_text,
 )
+from harnpy.lifecycle.outcome_report import report_root_outcome
 from harnpy.lifecycle.resume_conditions import ConditionsError, await_request
 from harnpy.lifecycle.services import run_event_sink, services
 from harnpy.lifecycle.tools import (
@@ -865,7 +866,10 @@ def agent_loop_result(thread: Any, st: Any = None) -> dict[str, Any]:
     """``__agent_loop_result(st)``: the ``agent_loop`` result dict (see ``agent_loop``)."""
     st = _check_state(st, "__agent_loop_result")
     rt = thread.runtime
-    return loop_result(rt, st)
+    out = loop_result(rt, st)
+    if st["suspension"] is None:
+        report_root_outcome(thread, st, out)  # a failure says so on stderr (issue 14 §2)
+    return out
 
 
 def loop_result(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,8 @@ from harnpy.runtime.errors import (
     runtime_error,
     type_error,
 )
+from harnpy.runtime.outcomes import WATCHED_KEYS
+from harnpy.runtime.outcomes import checked as outcome_checked
 from harnpy.runtime.values import (
     Closure,
     Duration,
@@ -1664,6 +1666,7 @@ class Compiler:
                 return _const(EnumValue(e.obj.id, e.name, []))
         obj = self.expr(e.obj)
         name = e.name
+        watch = name in WATCHED_KEYS and self._watches_outcomes()
         if e.optional:
 
             def opt(f: Frame) -> Any:
@@ -1671,6 +1674,8 @@ class Compiler:
                 if o is None:
                     return None
                 if type(o) is dict:
+                    if watch and f.thread.runtime.unchecked_outcomes:
+                        outcome_checked(f.thread.runtime, o)
                     return o.get(name)
                 try:
                     return ops.get_property(o, name)
@@ -1680,6 +1685,21 @@ class Compiler:
             return opt
 
         span = e.span
+        if watch:
+
+            def watched_prop(f: Frame) -> Any:
+                o = obj(f)
+                if type(o) is dict:
+                    if f.thread.runtime.unchecked_outcomes:
+                        outcome_checked(f.thread.runtime, o)
+                    return o.get(name)
+                try:
+                    return ops.get_property(o, name)
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
+
+            return watched_prop
 
         def prop(f: Frame) -> Any:
             o = obj(f)
@@ -1693,11 +1713,25 @@ class Compiler:
 
         return prop
 
+    def _watches_outcomes(self) -> bool:
+        """Whether reads of ``status`` / ``error`` in this module mark a failed agent-loop
+        result as checked (:mod:`harnpy.runtime.outcomes`): the program's own modules do,
+        the bundled ``std/`` modules do not (a library reading a result is not the program
+        looking at it)."""
+        return not str(getattr(self.ctx.module, "path", "")).startswith("std/")
+
     def e_Index(self, e: A.Index) -> Ev:
         obj = self.expr(e.obj)
         if self.suspends(e.index) and not _is_stable(e.obj):
             obj = self.spill(obj)
         idx = self.expr(e.index)
+        if (
+            type(e.index) is A.Literal
+            and e.index.value in WATCHED_KEYS
+            and self._watches_outcomes()
+        ):
+            # r["status"] checks a failed agent-loop result like r.status does
+            obj = _watching(obj)
         if e.optional:
             return lambda f: _opt_index(obj(f), idx(f))
         span = e.span
@@ -2416,6 +2450,18 @@ def _wrap_ok_ev(ev: Ev) -> Ev:
         return v if is_result(v) else ok(v)
 
     return wrap
+
+
+def _watching(obj: Ev) -> Ev:
+    """``obj`` whose dict value is marked as checked (:mod:`harnpy.runtime.outcomes`)."""
+
+    def ev(f: Frame) -> Any:
+        o = obj(f)
+        if type(o) is dict and f.thread.runtime.unchecked_outcomes:
+            outcome_checked(f.thread.runtime, o)
+        return o
+
+    return ev
 
 
 def _opt_index(o: Any, k: Any) -> Any:

@@ -99,6 +99,9 @@ class Runtime:
         except ImportError:  # pragma: no cover - clock module lands with the time builtins
             self.clock = None
         self.stdout_isatty = False
+        #: Failed root agent-loop results the program has not checked yet
+        #: (:mod:`harnpy.runtime.outcomes`; ``harnpy run`` exits 1 if any is left).
+        self.unchecked_outcomes: dict[int, Any] = {}
         #: Set by hosts whose programs cannot be resumed from a ``__snapshot_exit`` file (the
         #: REPL): the builtin refuses with this text instead of writing one.
         self.snapshot_exit_refusal: str | None = None
