@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "harnpy"
+import harnpy
+
+#: the package under test: the repository's, or the installed wheel's (.ci/run)
+PKG = Path(harnpy.__file__).resolve().parent
 
 #: package -> harnpy subpackages/modules it may import statically
 ALLOWED = {

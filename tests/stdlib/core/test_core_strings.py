@@ -103,6 +103,12 @@ def test_unicode_helpers(h):
         (["ab", 5, "-", "both"], "-ab--"),
         (["hello", 3, "."], "hello"),
         (["x", 4, "ab", "left"], "abax"),
+        # one grapheme each (wcwidth >= 0.3.0; 0.2.x split them and padded one less)
+        (["\U0001f1eb\U0001f1f7", 3, "."], "\U0001f1eb\U0001f1f7.."),
+        (
+            ["\U0001f468\u200d\U0001f469\u200d\U0001f467", 3, ".", "left"],
+            "..\U0001f468\u200d\U0001f469\u200d\U0001f467",
+        ),
     ],
 )
 def test_str_pad_counts_graphemes(h, args, result):
