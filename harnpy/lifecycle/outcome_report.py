@@ -47,8 +47,8 @@ def report_root_outcome(thread: Any, st: dict[str, Any], result: dict[str, Any])
     """Report the end of a root loop (module docstring): one stderr line for a failure
     status (and register ``result`` for the exit-status rule), one for refused tool calls.
     Does nothing for a worker's loop or a loop that parked."""
-    if st.get("worker_id") is not None:
-        return
+    if st.get("worker_id") is not None or getattr(thread.runtime, "resuming_worker", False):
+        return  # a worker's failure is its status (wait_agent; run --resume reports it)
     status = result.get("status")
     where = call_site(thread)
     at = f" ({where})" if where else ""
