@@ -1,6 +1,6 @@
 """The compiler: AST -> code objects of flat instruction lists over frame slots.
 
-Design (see docs/impl.md): a resolver gives every local a slot; expressions without
+Design (see dev/impl.md): a resolver gives every local a slot; expressions without
 suspension points compile to Python closures ``ev(frame) -> value``; every call, method
 call, generator step and control transfer is an instruction of its own (A-normal form:
 intermediate results of such steps live in temporary slots). So between any two
@@ -1130,8 +1130,10 @@ class Compiler:
         if name == "_":
             if b.placeholder_slot is not None:
                 return _slot_ev(b.placeholder_slot)
-            # `_` is never bound (spec 3.10): reading it is an error known before running.
-            raise CompileError("Undefined variable: _", span, "E210")
+            if not getattr(self.ctx.module, "repl", False):
+                # `_` is never bound (spec 3.10): reading it is an error known before running.
+                raise CompileError("Undefined variable: _", span, "E210")
+            # in the REPL, `_` outside a pipe is the last echoed value (a session global)
         binding = b.lookup_local(name)
         if binding is not None:
             if binding.kind == "capture" and self._capture_may_be_unbound(name):

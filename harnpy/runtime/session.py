@@ -302,12 +302,16 @@ class Session:
 
     def bind_result(self, value: Any) -> str:
         """Bind an echoed entry value to the next free ``_N`` (``_1``, ``_2``, ...; lifecycle.md
-        9.2) as a top-level ``let``; returns the name. The number follows the highest ``_N``
+        9.2) and to ``_`` as top-level ``let`` bindings; returns the ``_N`` name. The number follows the highest ``_N``
         bound so far, so a session brought back by :meth:`restore` goes on counting."""
         taken = [int(n[1:]) for n in self.globals if n[:1] == "_" and n[1:].isdigit()]
         name = f"_{max(taken, default=0) + 1}"
         self.globals[name] = value
         self.global_kinds[name] = "let"
+        # `_` is the last echoed value (read outside a pipe; the compiler resolves it to
+        # this global in REPL entries only)
+        self.globals["_"] = value
+        self.global_kinds["_"] = "let"
         return name
 
     def load_file(self, path: str) -> EvalResult:

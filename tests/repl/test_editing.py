@@ -39,6 +39,8 @@ from harnpy.runtime.session import Session
         "fn f() {\n  1\n}",
         "fn f()\n",  # an empty last line submits (the parser reports the error)
         '"abc',  # plain strings end at the line end: submit, show the error
+        'let s = "${ f("',  # an interpolation of a plain string too
+        'let u = "${ "{" }"',  # the lexer counts that brace: unterminated, reported at once
         "xs.map({ x -> x })",
         "0 to 10 exclusive",
         "return",
@@ -66,7 +68,6 @@ def test_complete_entries(text: str) -> None:
         "x.",
         '"""\nstill open',
         "/* open /* nested */",
-        'let s = "${ f("',
         "a \\",
         "fn f()",  # the parser wants more, and the line is not empty
         "if x { 1 }\nelse",
@@ -173,7 +174,7 @@ def test_completes_commands_and_file_names(session: Session, tmp_path: Path) -> 
 def test_doc_of_builtins_methods_and_user_functions() -> None:
     s = Session()
     text = doc_text(s, "len")
-    assert text is not None and text.startswith("len  (builtin)")
+    assert text is not None and text.startswith("len(v)  (builtin)")
     assert "``" not in text
     m = doc_text(s, "list.map")
     assert m is not None and "xs.map(f)" in m

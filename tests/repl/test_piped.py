@@ -23,7 +23,8 @@ def repl(text: str, *args: str, cwd: Path | None = None) -> subprocess.Completed
 def test_results_are_printed_without_prompts_or_escape_codes() -> None:
     p = repl('let x = 2\nx * 21\n"text"\nnil\nprintln("out")\n[1, "a", {k: true}]\n')
     assert p.returncode == 0, p.stderr
-    assert p.stdout == "42\ntext\nout\n[1, a, {k: true}]\n"
+    # strings are echoed as literals, inside collections too (println prints bare text)
+    assert p.stdout == '42\n"text"\nout\n[1, "a", {k: true}]\n'
     assert p.stderr == ""
     assert "\x1b" not in p.stdout + p.stderr
     assert "harn>" not in p.stdout
@@ -35,7 +36,7 @@ def test_multi_line_entries_and_blank_lines() -> None:
     )
     p = repl(src)
     assert p.returncode == 0, p.stderr
-    assert p.stdout == "3\ntwo\nlines\n"
+    assert p.stdout == '3\n"two\\nlines"\n'
 
 
 def test_errors_go_to_stderr_in_the_run_format_and_the_session_goes_on() -> None:
@@ -95,7 +96,7 @@ def test_exit_builtin_and_quit_command() -> None:
 
 def test_read_line_reads_the_following_input_line() -> None:
     p = repl('let name = read_line()\nworld\n"hello " + name\n')
-    assert p.stdout == "hello world\n", p.stderr
+    assert p.stdout == '"hello world"\n', p.stderr
 
 
 def test_commands_in_piped_mode_and_restore_in_another_process(tmp_path: Path) -> None:
@@ -117,7 +118,7 @@ def test_commands_in_piped_mode_and_restore_in_another_process(tmp_path: Path) -
 def test_load_runs_a_file_in_the_session(tmp_path: Path) -> None:
     (tmp_path / "lib.harn").write_text('fn hi(n) { return "hi " + n }\nprintln("loading")\n')
     p = repl(':load lib.harn\nhi("bob")\n:load missing.harn\n', cwd=tmp_path)
-    assert p.stdout.splitlines() == ["loading", "loaded lib.harn", "hi bob"]
+    assert p.stdout.splitlines() == ["loading", "loaded lib.harn", '"hi bob"']
     assert "cannot read missing.harn" in p.stderr
 
 

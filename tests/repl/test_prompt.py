@@ -104,7 +104,7 @@ def test_tab_completes_names_and_methods(run) -> None:  # type: ignore[no-untype
         'let greeting = "a-b"' + ENTER + "greet" + TAB + ".spl" + TAB + '("-")' + ENTER + CTRL_D
     )
     assert r.entries[-1] == 'greeting.split("-")'
-    assert r.out.getvalue() == "[a, b]\n"
+    assert r.out.getvalue() == '["a", "b"]\n'
 
 
 def test_tab_at_line_start_indents(run) -> None:  # type: ignore[no-untyped-def]
@@ -154,7 +154,7 @@ def test_commands(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert "Undefined variable: keep" in r.err.getvalue()
     assert f"restored 1 entry from {snap}" in out
     assert "\nint\n" in out
-    assert "len  (builtin)" in out
+    assert "len(v)  (builtin)" in out
     assert ":restore FILE" in out
     assert r.status == 0
     assert "never reached" not in "".join(r.entries)
