@@ -12,8 +12,10 @@ Exit codes (documented in README):
   closed);
 * 2 — usage error, syntax error or static (check) error (or a program snapshot that cannot
   be restored);
-* 3 (``EXIT_PARKED``) — ``run --resume <worker snapshot>``: the worker parked again; its
-  snapshot was rewritten and can be resumed with ``harnpy run --resume`` again;
+* 3 (``EXIT_PARKED``) — parked: the program called ``__snapshot_exit(path)`` (its whole
+  state is in ``path``; ``harnpy run --resume path`` continues it), or ``run --resume <worker
+  snapshot>``: the worker parked again; its snapshot was rewritten and can be resumed with
+  ``harnpy run --resume`` again;
 * 130 — interrupted (Ctrl-C).
 
 ``run --resume SNAPSHOT [--json [--quiet]] [--llm-mock FILE]``: see
@@ -30,6 +32,9 @@ import argparse
 import os
 import sys
 from typing import TYPE_CHECKING, Any
+
+from harnpy import clitext
+from harnpy.clitext import write_err
 
 if TYPE_CHECKING:
     from harnpy.diagnostics import Diagnostic
@@ -115,12 +120,32 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.set_defaults(handler=lambda a: cmd_check(a.file))
 
-    test = sub.add_parser("test", help="run test suites")
-    test.add_argument("suite", choices=["conformance"])
-    test.add_argument("dir")
-    test.add_argument("--filter", default=None)
-    test.add_argument("-v", "--verbose", action="store_true")
+    test = sub.add_parser(
+        "test",
+        help="run a project's tests (or: test conformance DIR)",
+        description="Run the tests under PATHs (default: ./tests, else .): NAME.harn with "
+        "NAME.expected (exact output) or NAME.error (an error text), and test_* pipelines. "
+        "`harnpy test conformance DIR` runs a conformance directory.",
+    )
+    test.add_argument("paths", nargs="*", metavar="PATH", help="files or directories")
+    test.add_argument("--filter", default=None, metavar="TEXT", help="only names containing TEXT")
+    test.add_argument("-v", "--verbose", action="store_true", help="list the passing tests too")
+    test.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
+    test.add_argument("--json", action="store_true", help="print the results as one JSON document")
+    test.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="per-test time limit"
+    )
     test.set_defaults(handler=_cmd_test)
+
+    doc = sub.add_parser(
+        "doc",
+        help="show the documentation of a builtin, method or std/ function",
+        description="Print the reference text of NAME: a builtin (len), a method "
+        "(list.map, or map for every type's), or a function of a bundled std/ module "
+        "(std/agent/loop.agent_loop). The REPL's `:doc NAME` prints the same.",
+    )
+    doc.add_argument("name", metavar="NAME")
+    doc.set_defaults(handler=_cmd_doc)
 
     repl = sub.add_parser("repl", help="interactive session")
     repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
@@ -237,14 +262,30 @@ def _unrecognized(
             + " ".join(words)
             + ")"
         )
-    sys.stderr.write(f"{target.prog}: error: {message}\n")
+    write_err(f"{target.prog}: error: {message}\n")
     return EXIT_USAGE
 
 
 def _cmd_test(args: argparse.Namespace) -> int:
-    from harnpy.conformance import run_conformance
+    from harnpy.testrun import main as test_main
 
-    return run_conformance(args.dir, args.filter, args.verbose)
+    return test_main(args)
+
+
+def _cmd_doc(args: argparse.Namespace) -> int:
+    """``harnpy doc NAME``: print :func:`harnpy.docgen.builtin_doc`; exit 1 (with a
+    did-you-mean hint) when nothing of that name is documented."""
+    from harnpy.diagnostics import did_you_mean
+    from harnpy.docgen import builtin_doc, known_names
+
+    text = builtin_doc(args.name)
+    if text is None:
+        hint = did_you_mean(args.name, known_names())
+        extra = f" (did you mean `{hint}`?)" if hint else ""
+        clitext.error("doc", f"no builtin, method or std/ function named {args.name}{extra}")
+        return EXIT_RUNTIME
+    sys.stdout.write(text + "\n")
+    return EXIT_OK
 
 
 def _cmd_repl(args: argparse.Namespace) -> int:
@@ -253,15 +294,15 @@ def _cmd_repl(args: argparse.Namespace) -> int:
     return run_repl(strict=args.strict)
 
 
-def _read_source(path: str) -> str | None:
+def _read_source(path: str, command: str = "run") -> str | None:
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
     except OSError as e:
-        sys.stderr.write(f"harnpy: cannot read {path}: {e.strerror or e}\n")
+        clitext.error(command, f"cannot read {path}: {e.strerror or e}")
         return None
     except UnicodeDecodeError:
-        sys.stderr.write(f"harnpy: {path} is not UTF-8 text\n")
+        clitext.error(command, f"{path} is not UTF-8 text")
         return None
 
 
@@ -273,19 +314,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     script_args = list(args.args or [])
     problem = check_llm_mock_file(args)
     if problem is not None:
-        sys.stderr.write(f"harnpy: {problem}\n")
+        clitext.error("run", problem)
         return EXIT_USAGE
     if args.resume:
         extra = "-e CODE" if args.code is not None else args.file
         if extra is not None:
             # the snapshot names its own program: a script given too would be ignored
-            sys.stderr.write(
-                f"harnpy run: --resume continues the program of its snapshot; remove {extra!s} "
+            write_err(
+                f"harnpy run: error: --resume continues the program of its snapshot; remove {extra!s} "
                 "(give either --resume SNAPSHOT, a FILE or -e CODE)\n"
             )
             return EXIT_USAGE
         if script_args:
-            sys.stderr.write(
+            write_err(
                 "harnpy run: error: --resume continues the program of its snapshot with the "
                 f"arguments it was started with; remove `-- {' '.join(script_args)}`\n"
             )
@@ -295,14 +336,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         return resume_main(args)
     if args.json or args.quiet:
         flag = "--json" if args.json else "--quiet"
-        sys.stderr.write(
-            f"harnpy run: {flag} applies to --resume SNAPSHOT only (a script's own output is "
+        write_err(
+            f"harnpy run: error: {flag} applies to --resume SNAPSHOT only (a script's own output is "
             "plain text)\n"
         )
         return EXIT_USAGE
     if args.code is not None:
         if args.file is not None:
-            sys.stderr.write(
+            write_err(
                 f"harnpy run: error: give either FILE ({args.file}) or -e CODE, not both "
                 f"(the program's own arguments go after `--`: harnpy run -e CODE -- {args.file})\n"
             )
@@ -315,7 +356,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         source = src
     else:
-        sys.stderr.write("harnpy run: give a FILE, -e CODE or --resume SNAPSHOT\n")
+        clitext.error("run", "give a FILE, -e CODE or --resume SNAPSHOT")
         return EXIT_USAGE
     return run_source(path, source, script_args, args)
 
@@ -339,19 +380,19 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
     try:
         mod = rt.load_main(path, source)
     except DiagnosticError as e:
-        sys.stderr.write(e.render() + "\n")
+        write_err(e.render() + "\n")
         return EXIT_USAGE
     except RecursionError:
         # The evaluator turns recursion at run time into Harn errors; what escapes here is the
         # parser or the compiler recursing over deeply nested source.
-        sys.stderr.write(nested_too_deeply(path).render() + "\n")
+        write_err(nested_too_deeply(path).render() + "\n")
         return EXIT_USAGE
     except BaseException as e:  # noqa: BLE001 - e.g. an imported module's top level failed
         return _report_failure(e, rt)
     try:
         rt.run_module(mod)
     except DiagnosticError as e:
-        sys.stderr.write(e.render() + "\n")
+        write_err(e.render() + "\n")
         return EXIT_USAGE
     except BaseException as e:  # noqa: BLE001 - _report_failure re-raises what is not ours
         return _report_failure(e, rt)
@@ -372,7 +413,7 @@ def unchecked_failures_exit(rt: Any) -> int:
     first = left[0]
     where = f" at {first.where}" if first.where else ""
     more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
-    sys.stderr.write(
+    write_err(
         f"harnpy run: error: the agent_loop{where} ended with {first.status}{more} and the "
         "program did not check the result; exit status 1 (read result.status to handle a "
         "failed loop yourself)\n"
@@ -392,7 +433,8 @@ def nested_too_deeply(path: str) -> Diagnostic:
 
 def _report_failure(e: BaseException, rt: Any) -> int:
     """Report how a program stopped short while loading or running; return the exit code: a
-    runtime error (message, caret, Harn stack trace) 1, ``__snapshot_exit`` 0, ``exit(n)`` n,
+    runtime error (message, caret, Harn stack trace) 1, ``__snapshot_exit`` 3 (parked),
+    ``exit(n)`` n,
     Ctrl-C 130, Python's recursion limit and internal errors 1. Re-raises BrokenPipeError
     (``main`` ends quietly) and base exceptions that are not the program's."""
     from harnpy.diagnostics import RECURSION_LIMIT_MESSAGE
@@ -402,19 +444,19 @@ def _report_failure(e: BaseException, rt: Any) -> int:
         raise e
     flush_stdout()
     if isinstance(e, HarnError):
-        sys.stderr.write(render_runtime_error(e, rt) + "\n")
+        write_err(render_runtime_error(e, rt) + "\n")
         return EXIT_RUNTIME
-    if isinstance(e, SnapshotExit):
-        return EXIT_OK
+    if isinstance(e, SnapshotExit):  # the program parked itself: `run --resume PATH` goes on
+        return EXIT_PARKED
     if isinstance(e, HarnExit):
         return e.code
     if isinstance(e, (HarnInterrupt, KeyboardInterrupt)):
-        sys.stderr.write("interrupted\n")
+        write_err("harnpy: interrupted\n")
         return EXIT_INTERRUPTED
     if isinstance(e, SystemExit):
         return int(e.code or 0) if not isinstance(e.code, str) else 1
     if isinstance(e, RecursionError):
-        sys.stderr.write(RECURSION_LIMIT_MESSAGE + "\n")
+        write_err(RECURSION_LIMIT_MESSAGE + "\n")
         return EXIT_RUNTIME
     if isinstance(e, Exception):
         return report_internal_error(e)
@@ -485,7 +527,7 @@ def report_internal_error(e: BaseException) -> int:
     else:
         from harnpy.diagnostics import internal_error_text
 
-        sys.stderr.write(internal_error_text(e) + "\n")
+        write_err(internal_error_text(e) + "\n")
     return EXIT_RUNTIME
 
 
@@ -519,7 +561,7 @@ def cmd_check(path: str) -> int:
     from harnpy.stdlib.mathlib import GLOBAL_CONSTANTS
     from harnpy.stdlib.registry import BUILTINS
 
-    src = _read_source(path)
+    src = _read_source(path, "check")
     if src is None:
         return EXIT_USAGE
     load_all()
@@ -527,7 +569,7 @@ def cmd_check(path: str) -> int:
     if not any(d.severity == "error" for d in diags):
         diags.extend(_compile_errors(os.path.abspath(path), src))
     for d in diags:
-        sys.stderr.write(d.render() + "\n")
+        write_err(d.render() + "\n")
     if any(d.severity == "error" for d in diags):
         return EXIT_USAGE
     sys.stdout.write(f"{path}: ok\n")

@@ -40,6 +40,7 @@ import os
 import sys
 from typing import Any
 
+from harnpy.clitext import write_err
 from harnpy.runtime.resume import load_for_resume
 from harnpy.runtime.snapshot import SnapshotError
 
@@ -196,20 +197,24 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
 
     rt = _runtime(events)
     _configure_llm(rt, args)
+    # the resumed loop's outcome is this command's result (status line, exit code), not a
+    # root loop's failure to report (harnpy.lifecycle.outcome_report)
+    rt.resuming_worker = True
 
     def fail(code: str, message: str) -> int:
         flush_stdout()
+        text = cli_wording(message, code)
         if events is not None:
-            events.emit("error", error={"code": code, "message": message}, exit_code=EXIT_RUNTIME)
-        shown = message if message.startswith(code) else f"error[{code}]: {message}"
-        sys.stderr.write(f"{args.resume}: {shown}\n")
+            events.emit("error", error={"code": code, "message": text}, exit_code=EXIT_RUNTIME)
+        where = "" if args.resume in text else f" ({args.resume})"
+        write_err(f"harnpy run --resume: error[{code}]: {text}{where}\n")
         return EXIT_RUNTIME
 
     try:
         doc, _ = read_document(path)
         path, doc = canonical_snapshot(path, doc)
     except SnapshotLoadError as e:
-        return fail("HARN-SUS-004", f"resume_agent: failed to load snapshot `{args.resume}`: {e}")
+        return fail("HARN-SUS-004", f"failed to load snapshot `{args.resume}`: {e}")
     try:
         rec = resume_from_cli(rt, path, doc, **_env_resume_options())
         settled = drive_until_settled(rt, rec)
@@ -218,14 +223,14 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         return fail(diag, e.message)
     except (KeyboardInterrupt, HarnInterrupt):
         flush_stdout()
-        sys.stderr.write("interrupted\n")
+        write_err("harnpy: interrupted\n")
         return EXIT_INTERRUPTED
     except HarnExit as e:  # exit(n) called by the resumed worker's code
         flush_stdout()
         return e.code
     except SnapshotExit:  # __snapshot_exit(path) called by the resumed worker's code
         flush_stdout()
-        return EXIT_OK
+        return EXIT_PARKED
     except Exception as e:  # noqa: BLE001 - a harnpy bug; the park was put back
         flush_stdout()
         if events is not None:
@@ -264,8 +269,21 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
             # finished in the first process); the status line goes to stderr.
             sys.stdout.write(answer + "\n")
             flush_stdout()
-        sys.stderr.write(note + "\n")
+        write_err(note + "\n")
     return code
+
+
+def cli_wording(message: str, code: str = "") -> str:
+    """A lifecycle message as the command line says it: without a leading ``CODE: `` (the
+    CLI shows the code as ``error[CODE]``) and without the ``resume_agent: `` of the builtin
+    (the user ran ``harnpy run --resume``, not ``resume_agent``)."""
+    text = message
+    if code and text.startswith(code + ":"):
+        text = text[len(code) + 1 :].lstrip()
+    for prefix in ("resume_agent: ", "load_agent: "):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    return text
 
 
 def _final_text(summary: Any) -> str | None:
@@ -279,6 +297,7 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
     """``run --resume <program snapshot>`` (module docstring); returns the exit code."""
     from harnpy.cli import (
         EXIT_OK,
+        EXIT_PARKED,
         EXIT_RUNTIME,
         EXIT_USAGE,
         flush_stdout,
@@ -304,24 +323,24 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
     try:
         th = load_for_resume(path, rt)
     except SnapshotError as e:
-        sys.stderr.write(f"{args.resume}: error[{e.code}]: {e.message}\n")
+        write_err(f"{args.resume}: error[{e.code}]: {e.message}\n")
         return failed(EXIT_USAGE, e.code, e.message)
     except DiagnosticError as e:
-        sys.stderr.write(e.render() + "\n")
+        write_err(e.render() + "\n")
         return failed(EXIT_USAGE, "E200", e.render())
     except HarnError as e:
-        sys.stderr.write(f"{args.resume}: error[{e.code}]: {e.message}\n")
+        write_err(f"{args.resume}: error[{e.code}]: {e.message}\n")
         return failed(EXIT_USAGE, e.code, e.message)
     try:
         # through the scheduler: the restored program may block (model calls, timers, tasks)
         value = rt.scheduler.run_until(th)
     except HarnError as e:
         flush_stdout()
-        sys.stderr.write(render_runtime_error(e, rt) + "\n")
+        write_err(render_runtime_error(e, rt) + "\n")
         return failed(EXIT_RUNTIME, e.code, e.message)
-    except SnapshotExit:
+    except SnapshotExit:  # parked itself again: `run --resume` of the new file goes on
         flush_stdout()
-        return done(EXIT_OK)
+        return done(EXIT_PARKED)
     except Exception as e:  # noqa: BLE001
         flush_stdout()
         return report_internal_error(e)

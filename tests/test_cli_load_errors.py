@@ -98,7 +98,7 @@ def test_ctrl_c_while_loading_exits_130_quietly(
 ) -> None:
     monkeypatch.setattr(Runtime, "load_main", _failing_load(KeyboardInterrupt()))
     assert run_source("<-e>", "1", []) == 130
-    assert capsys.readouterr().err == "interrupted\n"
+    assert capsys.readouterr().err == "harnpy: interrupted\n"
 
 
 def test_an_internal_error_while_loading_is_e999(

@@ -42,7 +42,7 @@ def test_loop_state_crosses_processes(tmp_path: Path) -> None:
     prog.write_text(PROGRAM, encoding="utf-8")
     snap = tmp_path / "state.json"
     first = harnpy("run", str(prog), cwd=tmp_path, env={"SNAP": str(snap)})
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 3, first.stderr
     assert first.stdout.splitlines() == ["before the loop"]
     doc = json.loads(snap.read_text(encoding="utf-8"))
     assert any(m["key"] == "std/agent/_loop" for m in doc["modules"])

@@ -58,7 +58,7 @@ def test_program_snapshot_keeps_a_parked_worker_handle_resumable(tmp_path: Path)
     )
     (tmp_path / "main.harn").write_text(prog, encoding="utf-8")
     first = harnpy("run", "main.harn", cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 3, first.stderr  # parked by __snapshot_exit
     assert first.stdout.strip() == "suspended"
     second = harnpy("run", "--resume", "frozen.json", cwd=tmp_path)
     assert "unknown worker" not in second.stderr

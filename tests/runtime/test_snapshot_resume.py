@@ -27,7 +27,7 @@ def test_resume_continues_exactly_after_the_snapshot_call(tmp_path: Path) -> Non
     assert full.returncode == 0, full.stderr
     snap = tmp_path / "state.json"
     first = harnpy("run", str(prog), env={"SNAP": str(snap)})
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 3, first.stderr
     assert snap.is_file()
     # the first process printed exactly the lines before the snapshot point
     full_lines = full.stdout.splitlines()
@@ -43,7 +43,7 @@ def test_resume_continues_exactly_after_the_snapshot_call(tmp_path: Path) -> Non
 def test_snapshot_is_versioned_json_with_code_references(tmp_path: Path) -> None:
     prog = _setup(tmp_path)
     snap = tmp_path / "state.json"
-    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 0
+    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 3
     doc = json.loads(snap.read_text())
     assert doc["_type"] == "harnpy_snapshot"
     assert doc["harnpy_snapshot_version"] == 1
@@ -59,7 +59,7 @@ def test_snapshot_is_versioned_json_with_code_references(tmp_path: Path) -> None
 def test_resume_refuses_changed_source_and_keeps_the_snapshot(tmp_path: Path) -> None:
     prog = _setup(tmp_path)
     snap = tmp_path / "state.json"
-    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 0
+    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 3
     before = snap.read_bytes()
     prog.write_text(prog.read_text().replace("level2 after", "level2 later"))
     res = harnpy("run", "--resume", str(snap), cwd=tmp_path)
@@ -116,7 +116,7 @@ def test_a_structurally_damaged_snapshot_is_refused_and_left_as_it_was(
 ) -> None:
     prog = _setup(tmp_path)
     snap = tmp_path / "state.json"
-    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 0
+    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 3
     doc = json.loads(snap.read_text())
     DAMAGE[damage](doc)
     snap.write_text(json.dumps(doc))
@@ -140,6 +140,6 @@ def test_resume_of_a_program_importing_std_and_reexporting_modules(tmp_path: Pat
         "  println(alpha() + int_to_string(2))\n}\n"
     )
     first = harnpy("run", "main.harn", cwd=tmp_path)
-    assert (first.returncode, first.stdout) == (0, "a1\n"), first.stderr
+    assert (first.returncode, first.stdout) == (3, "a1\n"), first.stderr
     resumed = harnpy("run", "--resume", "s.json", cwd=tmp_path)
     assert (resumed.returncode, resumed.stdout) == (0, "a2\n"), resumed.stderr

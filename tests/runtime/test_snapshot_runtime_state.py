@@ -30,7 +30,7 @@ def _resume(tmp_path: Path, before: str, after: str) -> tuple[str, str, dict]:
     prog.write_text(_SNAP.format(before=before, after=after))
     snap = tmp_path / "state.json"
     first = harnpy("run", str(prog), env={"SNAP": str(snap)})
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 3, first.stderr
     resumed = harnpy("run", "--resume", str(snap), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     return first.stdout, resumed.stdout, json.loads(snap.read_text())
@@ -78,7 +78,7 @@ def _doc_with_state(tmp_path: Path) -> tuple[dict, Path]:
     prog = tmp_path / "p.harn"
     prog.write_text(_SNAP.format(before='log_set_level("warn")', after='println("done")'))
     snap = tmp_path / "s.json"
-    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 0
+    assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 3
     return json.loads(snap.read_text()), snap
 
 
