@@ -80,7 +80,9 @@ def discover(root: str) -> list[tuple[str, str, str]]:
     out = []
     root = os.path.abspath(root)
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        # state directories (`.harn/` of a program run here) and other dot folders hold no
+        # cases; a `.harn` folder would otherwise look like a case file
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if not name.endswith(".harn"):
                 continue
@@ -96,37 +98,41 @@ def discover(root: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
-    """Run one case in-process; returns ``(passed, reason)``."""
+@dataclass
+class Execution:
+    """What running one program in-process gave: its ``out`` and ``err`` text, whether it
+    ``failed`` (an error, a non-zero ``exit``), and ``timed_out``."""
+
+    out: str
+    err: str
+    failed: bool
+    timed_out: bool = False
+
+
+def execute(path: str, source: str, timeout: float = 10.0, entry: str | None = None) -> Execution:
+    """Run ``source`` (the file ``path``) in a fresh runtime with the file's directory as
+    working directory, output captured; ``entry`` names the pipeline to run instead of the
+    default one. ``__snapshot_exit`` counts as success; after ``timeout`` seconds the
+    program is interrupted at its next back-edge and the execution is ``timed_out``."""
     from harnpy.cli import render_runtime_error
     from harnpy.diagnostics import DiagnosticError
     from harnpy.runtime.errors import HarnError, HarnExit, SnapshotExit
     from harnpy.runtime.runtime import Runtime
 
-    base = path[: -len(".harn")]
-    want_file = base + (".expected" if kind == "expected" else ".error")
-    try:
-        with open(want_file, encoding="utf-8", errors="replace") as fh:
-            want = fh.read()
-        with open(path, encoding="utf-8") as fh:
-            source = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        return False, f"cannot read case: {e}"
     out = io.StringIO()
     err = io.StringIO()
     failed = False
-    result: dict[str, object] = {}
     holder: dict[str, Runtime] = {}
 
     def target() -> None:
         nonlocal failed
         old_cwd = os.getcwd()
-        os.chdir(os.path.dirname(path))
+        os.chdir(os.path.dirname(path) or ".")
         try:
             rt = Runtime(stdout=out.write, stderr=err.write)
             holder["rt"] = rt
             try:
-                mod = rt.load_main(os.path.abspath(path), source)
+                mod = rt.load_main(path, source, entry)
                 rt.run_module(mod)
             except DiagnosticError as e:
                 failed = True
@@ -145,7 +151,6 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
                 err.write(f"internal error: {type(e).__name__}: {e}\n")
         finally:
             os.chdir(old_cwd)
-            result["done"] = True
 
     t = threading.Thread(target=target, daemon=True)
     t.start()
@@ -155,19 +160,42 @@ def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
         if rt is not None and rt.main_thread is not None:
             rt.main_thread.interrupt_requested = True  # stop it at the next back-edge
         t.join(2.0)
-        return False, f"timed out after {timeout:g}s"
+        return Execution(out.getvalue(), err.getvalue(), True, timed_out=True)
+    return Execution(out.getvalue(), err.getvalue(), failed)
+
+
+def run_case(path: str, kind: str, timeout: float = 10.0) -> tuple[bool, str]:
+    """Run one case in-process; returns ``(passed, reason)``."""
+    base = path[: -len(".harn")]
+    want_file = base + (".expected" if kind == "expected" else ".error")
+    try:
+        with open(want_file, encoding="utf-8", errors="replace") as fh:
+            want = fh.read()
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+    except (OSError, UnicodeDecodeError) as e:
+        return False, f"cannot read case: {e}"
+    ex = execute(path, source, timeout)
+    return judge(kind, ex, want)
+
+
+def judge(kind: str, ex: Execution, want: str) -> tuple[bool, str]:
+    """Whether an execution passes its case (``expected`` output or ``error`` spec);
+    returns ``(passed, reason)``."""
+    if ex.timed_out:
+        return False, "timed out"
     if kind == "expected":
-        if failed:
-            last = err.getvalue().strip().splitlines()
+        if ex.failed:
+            last = ex.err.strip().splitlines()
             return False, f"failed: {last[0] if last else ''}"
-        if normalize_output(out.getvalue()) == normalize_output(want):
+        if normalize_output(ex.out) == normalize_output(want):
             return True, ""
         return False, "output differs from expected"
-    if not failed:
+    if not ex.failed:
         return False, "expected an error, but succeeded"
-    if error_matches(err.getvalue(), want.rstrip(_RUST_WS)):
+    if error_matches(ex.err, want.rstrip(_RUST_WS)):
         return True, ""
-    last = err.getvalue().strip().splitlines()
+    last = ex.err.strip().splitlines()
     return False, f"error text does not match: {last[0] if last else '(empty)'}"
 
 

@@ -82,6 +82,18 @@ def harnpy(
     )
 
 
+def harn_files(root: Path, recursive: bool = False) -> list[Path]:
+    """The ``*.harn`` files under ``root`` (recursively when asked), sorted. State
+    directories are skipped: running a program leaves a ``.harn/`` folder where it ran
+    (worker snapshots), which ``glob("*.harn")`` would otherwise match (issue 14 §11)."""
+    found = root.rglob("*.harn") if recursive else root.glob("*.harn")
+    return sorted(
+        p
+        for p in found
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     """``../shared`` next to the repository; the test is skipped when it is absent."""

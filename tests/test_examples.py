@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, harnpy
+from tests.conftest import REPO, harn_files, harnpy
 
 EXAMPLES = sorted(
-    p for p in (REPO / "examples").rglob("*.harn") if p.with_suffix(".expected").exists()
+    p for p in harn_files(REPO / "examples", recursive=True) if p.with_suffix(".expected").exists()
 )
 
 

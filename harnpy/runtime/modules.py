@@ -108,10 +108,17 @@ def resolve_import(spec: str, importer: ModuleInstance) -> tuple[str, Path]:
     raise plain_error(f"Import error: cannot find module '{spec}'", "E306")
 
 
-def entry_pipeline(tree: A.Module) -> A.PipelineDecl | None:
-    """The pipeline that runs: the one named ``default``, else the first (spec 2.1)."""
+def entry_pipeline(tree: A.Module, name: str | None = None) -> A.PipelineDecl | None:
+    """The pipeline that runs: the one named ``default``, else the first (spec 2.1); with
+    ``name`` (``harnpy test`` running ``test_*`` pipelines), the pipeline of that name, or
+    None when there is none."""
     pipes = [_unwrap(s) for s in tree.body]
     pipes = [p for p in pipes if type(p) is A.PipelineDecl]
+    if name is not None:
+        for p in pipes:
+            if p.name == name:  # type: ignore[union-attr]
+                return p  # type: ignore[return-value]
+        return None
     if not pipes:
         return None
     for p in pipes:

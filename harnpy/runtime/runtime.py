@@ -177,8 +177,10 @@ class Runtime:
 
         return parse(source, path)
 
-    def load_main(self, path: str, source: str) -> ModuleInstance:
-        """Parse and compile the main program (script or pipeline mode)."""
+    def load_main(self, path: str, source: str, entry: str | None = None) -> ModuleInstance:
+        """Parse and compile the main program (script or pipeline mode). ``entry`` names the
+        pipeline to run instead of the default one (``harnpy test``); a name no pipeline has
+        raises ``KeyError``."""
         tree = self.parse(path, source)
         if not self.restoring:
             self.check_static(tree, path, source)
@@ -186,12 +188,14 @@ class Runtime:
         self.main_module = mod
         self.modules[path] = mod
         self._link_imports(mod)
-        entry = M.entry_pipeline(tree)
-        if entry is None:
+        pipe = M.entry_pipeline(tree, entry)
+        if entry is not None and pipe is None:
+            raise KeyError(entry)
+        if pipe is None:
             stmts = [s for s in tree.body if type(s) is not A.ImportDecl]
             mod.init_code = self._compile_body(mod, stmts, "<module>")
         else:
-            mod.init_code = self._compile_pipeline_mode(mod, entry)
+            mod.init_code = self._compile_pipeline_mode(mod, pipe)
         return mod
 
     def check_static(self, tree: A.Module, path: str, source: str) -> None:

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import harn_files
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-PROGRAMS = sorted((HERE / "golden").glob("*.harn"))
+PROGRAMS = harn_files(HERE / "golden")
 UPDATE = os.environ.get("HARNPY_UPDATE_GOLDENS") == "1"
 
 

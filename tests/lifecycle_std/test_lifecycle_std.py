@@ -28,10 +28,11 @@ import pytest
 from harnpy.lifecycle import hooks
 from harnpy.runtime.errors import HarnError
 from harnpy.runtime.runtime import Runtime
+from tests.conftest import harn_files
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-PROGRAMS = sorted(HERE.glob("*.harn"))
+PROGRAMS = harn_files(HERE)
 UPDATE = os.environ.get("HARNPY_UPDATE_GOLDENS") == "1"
 
 

@@ -28,7 +28,7 @@ from harnpy.runtime.errors import HarnError
 from harnpy.runtime.resume import load_for_resume
 from harnpy.runtime.runtime import Runtime
 from harnpy.runtime.snapshot import SnapshotError, dumps, snapshot, write_atomic
-from tests.conftest import REPO, SHARED
+from tests.conftest import REPO, SHARED, harn_files
 
 #: Conformance cases whose program state still lives partly outside the snapshot. Each is
 #: a known gap, listed so the test fails loudly (strict xfail) once it is closed. Runtime
@@ -60,11 +60,11 @@ class _Checkpoint(BaseException):
 
 
 def _programs() -> list[Any]:
-    out: list[Any] = sorted((REPO / "examples" / "tour").glob("*.harn"))
-    out += sorted((REPO / "tests" / "runtime" / "programs").glob("*.harn"))
+    out: list[Any] = harn_files(REPO / "examples" / "tour")
+    out += harn_files(REPO / "tests" / "runtime" / "programs")
     cases = SHARED / "conformance" / "cases"
     if cases.is_dir():
-        for p in sorted(cases.rglob("*.harn")):
+        for p in harn_files(cases, recursive=True):
             if (
                 not p.with_suffix(".expected").is_file()
                 or p.name.endswith(".plain.harn")
