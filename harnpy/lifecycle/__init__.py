@@ -5,7 +5,7 @@ top of the evaluator (:mod:`harnpy.runtime`) and the provider layer (:mod:`harnp
 ``llm_call``, tool registries, ``agent_loop``, background workers (``spawn_agent``,
 ``sub_agent_run``, ``wait_agent``...), transcripts as data and ``Harness``.
 
-Invariants (docs/impl.md, "Agents, workers, suspension"):
+Invariants (dev/impl.md, "Agents, workers, suspension"):
 
 * ``agent_loop`` is Harn code (``stdlib/std/agent/_loop.harn``) over the ``__agent_*``
   primitives registered here. All loop state lives in Harn values in the loop frame; tool

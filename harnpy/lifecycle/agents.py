@@ -926,7 +926,7 @@ def loop_result(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:
     if st["suspension"] is not None:
         # a root loop that parked returns the Suspension (lifecycle.md 3.3): it never
         # carries transcript text, so the loop fields that hold conversation text are left
-        # out; the counters and tool names of 2.13 stay (docs/impl.md, "Agents, workers,
+        # out; the counters and tool names of 2.13 stay (dev/impl.md, "Agents, workers,
         # suspension")
         for key in SUSPENDED_PRIVATE_KEYS:
             out.pop(key, None)

@@ -1,5 +1,5 @@
 """What makes a worker snapshot big: sizes attributed to named places (lifecycle.md 10, the
-4 MiB cap; docs/impl.md "Agents, workers, suspension").
+4 MiB cap; dev/impl.md "Agents, workers, suspension").
 
 A worker snapshot is JSON: the worker record's fields, and (for a parked worker) the
 evaluator snapshot of its frames in ``harnpy_thread``, where every object reached twice —

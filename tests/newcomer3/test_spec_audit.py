@@ -77,4 +77,4 @@ def test_undefined_variable_hint_uses_levenshtein_budget() -> None:
 
 # ------------------------------------------------------------------ 3.11 call depth
 
-# No 512-frame test: the issue fixes the default at 10,000 frames over §3.11 (docs/impl.md).
+# No 512-frame test: the issue fixes the default at 10,000 frames over §3.11 (dev/impl.md).
