@@ -319,3 +319,13 @@ def test_due_reports_backlog() -> None:
     assert ticks.next_ms == t0 + 75 * 60_000
     assert s.due(t0, t0 + 60_000).due == []
     assert timedelta(milliseconds=ticks.due[1] - ticks.due[0]) == timedelta(minutes=15)
+
+
+def test_an_ambiguous_six_field_schedule_is_refused_with_a_hint() -> None:
+    # seconds first (Quartz, croner) would read `0 0 9 * * 1` as 09:00:00 on Mondays;
+    # croniter reads seconds last (00:00:01 on the 9th): refuse rather than guess
+    with pytest.raises(CronError, match="ambiguous.*write 5 fields"):
+        parse_schedule("0 0 9 * * 1", "UTC")
+    # only one reading is a schedule, or both readings agree: accepted
+    assert parse_schedule("*/5 * * * * 30", "UTC")
+    assert parse_schedule("0 * * * * 0", "UTC")

@@ -2,7 +2,9 @@
 
 Spec: lifecycle.md §4.3 (cron provider: ``schedule``, ``timezone``, ``catchup_mode``), §13 Q5
 (cron resume triggers fire from the harnpy clock). Expressions are parsed by ``croniter``:
-five fields (``min hour dom month dow``), a sixth field for seconds, names (``jan``,
+five fields (``min hour dom month dow``), a sixth field for seconds *last* (croniter's order;
+a six-field expression whose seconds-first reading, Quartz's and croner's, is valid too is
+rejected as ambiguous), names (``jan``,
 ``mon``), ``L``, ``#``, ``?`` and the ``@hourly``/``@daily``/``@weekly``/``@monthly``/
 ``@yearly``/``@annually``/``@midnight`` aliases. Hashed (``H``) and random (``R``) fields are
 rejected: they would not give the same instants twice.
@@ -269,6 +271,21 @@ def parse_schedule(expression: Any, timezone: Any = None) -> CronSchedule:
         expanded, _ = _expand(expr)
     except (CroniterBadCronError, CroniterError, ValueError, KeyError) as e:
         raise CronError(f"invalid cron schedule `{expression}`: {e}") from None
+    fields = expr.split(" ")
+    if len(fields) == 6 and fields[0] != fields[5]:
+        # croniter reads a sixth field as seconds *last*; Quartz and croner write seconds
+        # first. When the seconds-first reading is valid too, the meaning is a guess.
+        try:
+            _expand(" ".join([*fields[1:], fields[0]]))
+        except (CroniterBadCronError, CroniterError, ValueError, KeyError):
+            pass  # only the seconds-last reading is a schedule: not ambiguous
+        else:
+            raise CronError(
+                f"schedule `{expression}` is ambiguous: 6 fields read as `min hour dom month "
+                "dow sec` (seconds last) here, but as `sec min hour dom month dow` elsewhere "
+                "(Quartz, croner); write 5 fields (min hour dom month dow), or put the same "
+                "value first and last"
+            )
     hours = expanded[1]
     periodic = hours == ["*"] or sorted(hours) == list(range(24))
     sched = CronSchedule(expr, tz, tz_name, periodic)
