@@ -18,9 +18,11 @@ Two kinds of snapshot are accepted:
   is the worker summary; without ``--json`` the completed loop's final text
   (``result.summary``) is printed on stdout and a status line on stderr.
 
-Which kind a file is: :func:`_snapshot_kind` (only a file that says it is a program
-snapshot takes the program path; an empty, truncated or other file is a worker snapshot that
-cannot be loaded, ``HARN-SUS-004``). A worker resume that fails after the claim puts the
+Which kind a file is: :func:`_snapshot_kind` (only a file whose first bytes say it is a
+program snapshot takes the program path; an empty, truncated or other file is a worker
+snapshot that cannot be loaded, ``HARN-SUS-004``; something that is not a regular file is
+E404). Both paths read at most 4 MiB + 1 bytes (type and size checked first) and check the
+document's seal before decoding anything (docs/impl.md, "Snapshot trust"). A worker resume that fails after the claim puts the
 claimed bytes back (an unexpected exception while restoring is ``HARN-SUS-004``; one while
 the worker runs is an internal error, E999, exit status 1).
 
@@ -103,26 +105,37 @@ def resolve_target(target: str) -> str:
     return target
 
 
+#: How many bytes of a snapshot file decide which resume path it takes.
+_HEAD_BYTES = 512
+
+
 def _snapshot_kind(path: str) -> str | None:
-    """Which resume path a snapshot file takes: ``"program"`` for a program snapshot
-    (``_type: "harnpy_snapshot"``, or a damaged file whose first bytes name that type),
-    ``"worker"`` for any other readable file — a worker or daemon snapshot, and also a file
-    that is empty, truncated, not JSON or of another ``_type`` (refused with
-    ``HARN-SUS-004``, exit status 1, like any unloadable worker snapshot) — and None when
-    the file cannot be read (the program path reports it, exit status 2)."""
+    """Which resume path a snapshot file takes: ``"program"`` for a program snapshot (its
+    first bytes name ``_type: "harnpy_snapshot"``; a sealed document's ``_type`` follows its
+    seal), ``"worker"`` for any other regular file — a worker or daemon snapshot, and also a
+    file that is empty, truncated, not JSON or of another ``_type`` (refused with
+    ``HARN-SUS-004``, exit status 1, like any unloadable worker snapshot) — and None when the
+    file cannot be read or is not a regular file (the program path reports it, exit status 2).
+
+    Only the first :data:`_HEAD_BYTES` bytes are read (opened without blocking, type checked
+    first) and nothing is decoded: both paths check the seal before they parse anything, so
+    the head only chooses which path refuses a bad file."""
+    import stat
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     try:
-        doc = json.loads(data)
-    except ValueError:
-        head = data[:512].decode("utf-8", "replace").replace(" ", "")
-        return "program" if '"_type":"harnpy_snapshot"' in head else "worker"
-    if isinstance(doc, dict) and doc.get("_type") == "harnpy_snapshot":
-        return "program"
-    return "worker"
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, _HEAD_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    text = head.decode("utf-8", "replace").replace(" ", "")
+    return "program" if '"_type":"harnpy_snapshot"' in text else "worker"
 
 
 def resume_main(args: Any) -> int:

@@ -7,7 +7,10 @@ Session options (see README, "Tests"):
   and continues (lifecycle acceptance: outputs must match the plain run). The variable is
   exported, so harnpy subprocesses run in the same mode.
 * worker snapshots go to a temporary ``HARN_WORKER_STATE_DIR`` unless the variable is set,
-  so tests never write ``.harn/workers`` into the working tree.
+  so tests never write ``.harn/workers`` into the working tree;
+* the snapshot key is a temporary key file (``HARNPY_SNAPSHOT_KEY_FILE``) unless a key is
+  configured, so tests never create ``~/.config/harnpy/snapshot.key``. Tests that edit a
+  snapshot file by hand re-seal it with :mod:`tests.sealing` (the check is never weakened).
 """
 
 from __future__ import annotations
@@ -43,6 +46,21 @@ def pytest_configure(config: pytest.Config) -> None:
 def snapshot_everywhere_mode() -> bool:
     """True when this test session runs in the snapshot-everywhere mode."""
     return os.environ.get(SNAPSHOT_EVERYWHERE_ENV, "") not in ("", "0")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _snapshot_key_file(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The session's snapshot key lives in a temporary key file (created on first use by
+    harnpy, in-process and in subprocesses), never in the real home directory."""
+    if os.environ.get("HARNPY_SNAPSHOT_KEY") or os.environ.get("HARNPY_SNAPSHOT_KEY_FILE"):
+        yield None
+        return
+    d = tmp_path_factory.mktemp("harnpy-key")
+    os.environ["HARNPY_SNAPSHOT_KEY_FILE"] = str(d / "keys" / "snapshot.key")
+    try:
+        yield d
+    finally:
+        os.environ.pop("HARNPY_SNAPSHOT_KEY_FILE", None)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -18,8 +18,17 @@ PKG = Path(harnpy.__file__).resolve().parent
 ALLOWED = {
     "syntax": {"syntax", "diagnostics"},
     "check": {"check", "syntax", "diagnostics", "stdlib"},
-    "runtime": {"runtime", "syntax", "diagnostics", "check", "stdlib", "_lazy", "shapes"},
-    "stdlib": {"stdlib", "runtime", "syntax", "diagnostics", "_lazy"},
+    "runtime": {
+        "runtime",
+        "syntax",
+        "diagnostics",
+        "check",
+        "stdlib",
+        "_lazy",
+        "shapes",
+        "security",
+    },
+    "stdlib": {"stdlib", "runtime", "syntax", "diagnostics", "_lazy", "security"},
     "llm": {"llm", "shapes"},
     "lifecycle": {
         "lifecycle",
@@ -35,6 +44,8 @@ ALLOWED = {
     },
     # the durable store knows nothing of the language or the agents
     "store": {"store", "security"},
+    # trust primitives (sealing, keys, bounded reads, private files): import nothing else
+    "security": {"security"},
 }
 
 

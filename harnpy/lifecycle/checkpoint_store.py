@@ -96,13 +96,27 @@ def _target_path(runtime: Any, rec: WorkerRecord) -> str:
 
 
 def _dumps(doc: dict[str, Any]) -> bytes:
-    """Compact UTF-8 JSON bytes of a document (orjson when installed)."""
-    from harnpy.runtime.snapshot import dumps_bytes
+    """A worker document as written to its file: compact UTF-8 JSON, sealed with the
+    snapshot key (:func:`harnpy.runtime.snapshot.seal_document`).
 
-    return dumps_bytes(doc)
+    Raises:
+        SnapshotError: the key cannot be used, or a value is nested too deeply.
+    """
+    from harnpy.runtime.snapshot import seal_document
+
+    return seal_document(doc)
 
 
 def _loads(data: bytes) -> Any:
-    from harnpy.runtime.snapshot import loads
+    """A worker snapshot file's bytes, seal checked first, then parsed.
 
-    return loads(data)
+    Raises:
+        ValueError: not sealed by our key, changed since it was written, or not JSON (the
+            message says which).
+    """
+    from harnpy.runtime.snapshot import SnapshotError, open_document
+
+    try:
+        return open_document(data, "the file")
+    except SnapshotError as e:
+        raise ValueError(e.message) from None

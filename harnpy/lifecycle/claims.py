@@ -169,9 +169,7 @@ def claim(path: str, worker_id: str, park_id: str | None = None) -> bytes | None
         try:
             doc = _loads(raw)
         except ValueError as e:
-            raise sus_error(
-                4, f"resume_agent: failed to load snapshot `{path}`: invalid JSON: {e}"
-            ) from None
+            raise sus_error(4, f"resume_agent: failed to load snapshot `{path}`: {e}") from None
         status = doc.get("status") if isinstance(doc, dict) else None
         if status != "suspended" or (park_id is not None and doc.get("park_id") != park_id):
             shown = status if status != "suspended" else "suspended again elsewhere"

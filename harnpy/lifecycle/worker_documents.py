@@ -371,7 +371,8 @@ def persist_metadata(runtime: Any, rec: WorkerRecord) -> None:
 
 
 def read_document(path: str) -> tuple[dict[str, Any], bytes]:
-    """Read and validate a worker snapshot (size cap, JSON, format version, config mode, the
+    """Read and validate a worker snapshot (a regular file within the size cap, its seal,
+    JSON, format version, config mode, the
     envelope shape :class:`~harnpy.lifecycle.documents.WorkerSnapshotDoc` — every field a
     resume reads — and the embedded evaluator snapshot's envelope). Never modifies the file.
 
@@ -380,19 +381,15 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     """
     from harnpy.lifecycle.documents import WorkerSnapshotDoc
     from harnpy.runtime.snapshot import validate_document
+    from harnpy.security import FileTooLarge, read_capped
     from harnpy.shapes import ShapeError, structure
 
     try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        raise SnapshotLoadError(e.strerror or str(e)) from None
-    if size > MAX_SNAPSHOT_BYTES:
+        raw = read_capped(path, MAX_SNAPSHOT_BYTES)
+    except FileTooLarge as e:
         raise SnapshotLoadError(
-            f"snapshot is {size} bytes, over the {MAX_SNAPSHOT_BYTES}-byte limit"
-        )
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+            f"snapshot is {e.size} bytes, over the {MAX_SNAPSHOT_BYTES}-byte limit"
+        ) from None
     except OSError as e:
         raise SnapshotLoadError(e.strerror or str(e)) from None
     if not raw.strip():
@@ -400,7 +397,13 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     try:
         doc = _loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
-        raise SnapshotLoadError(f"invalid JSON: {e}") from None
+        if b'"_type":"agent_handle"' in raw[:512].replace(b" ", b""):
+            # a worker handle saved by a script (never sealed): say so, without parsing it
+            raise SnapshotLoadError(
+                "a worker handle (_type='agent_handle'), not a worker snapshot: resume the "
+                "snapshot its `snapshot_path` names"
+            ) from None
+        raise SnapshotLoadError(str(e)) from None
     if not isinstance(doc, dict):
         raise SnapshotLoadError("not a JSON object")
     typ = doc.get("_type")

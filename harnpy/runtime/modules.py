@@ -37,6 +37,25 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
+#: Largest module source read (bytes): far above any real program, far below what would
+#: exhaust memory when an import or a snapshot names a huge file.
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+
+
+def read_source(path: str) -> str:
+    """The text of source file ``path``, read with a cap (:data:`MAX_SOURCE_BYTES`; a FIFO,
+    device or directory is refused without blocking, :func:`harnpy.security.read_capped`).
+
+    Raises:
+        OSError: unreadable, not a regular file, or over the cap
+            (:class:`harnpy.security.ReadRefused`, whose message says which).
+        UnicodeDecodeError: not UTF-8.
+    """
+    from harnpy.security import read_capped
+
+    return read_capped(path, MAX_SOURCE_BYTES).decode("utf-8")
+
+
 class ModuleInstance:
     """One loaded module.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from harnpy.runtime.modules import read_source, source_hash
 from harnpy.runtime.snapshot import SnapshotError
 
 
@@ -40,23 +41,36 @@ def source_candidates(path: str, snapshot_path: str) -> list[str]:
     return out
 
 
+def is_pseudo_path(path: str) -> bool:
+    """Whether a module path is a pseudo-path (``<-e>``, ``<repl#3>``): a module with no
+    file, whose source a snapshot carries inline."""
+    return path.startswith("<") and path.endswith(">")
+
+
 def locate_source(
     rec: dict[str, Any], snapshot_path: str, expected_hash: str | None = None
 ) -> tuple[str, str]:
     """Find a module's source file (see :func:`source_candidates`); with ``expected_hash``
     (default: the record's ``hash``) the first candidate with that content wins, else the
-    first existing one (the caller then reports the changed source).
+    first existing one (the caller then reports the changed source). Files are read with a
+    cap (:func:`read_source`). A ``source`` inline in the record is used only for a module
+    without a file (a pseudo-path, :func:`is_pseudo_path`): for any other module the file
+    decides, whatever the record carries.
 
-    Raises SnapshotError (E406) when no candidate exists."""
+    Raises SnapshotError (E406) when no candidate exists, E404 when a pseudo-path module's
+    inline source is missing."""
     path = rec["path"]
-    if rec.get("source") is not None:
+    if is_pseudo_path(rec["key"]) and is_pseudo_path(path):
+        # a `-e` program or a REPL entry has no file: its source is inline (only ever taken
+        # from a sealed document, and only for these modules)
+        if type(rec.get("source")) is not str:
+            raise SnapshotError(f"the snapshot lacks the source of {path}", "E404")
         return path, rec["source"]
     if rec["key"].startswith("std/"):
         from harnpy.runtime.modules import resolve_import
 
         _, p = resolve_import(rec["key"], None)  # type: ignore[arg-type]
-        return str(p), p.read_text(encoding="utf-8")
-    from harnpy.runtime.modules import source_hash
+        return str(p), read_source(str(p))
 
     want = expected_hash or rec.get("hash")
     first: tuple[str, str] | None = None
@@ -64,8 +78,7 @@ def locate_source(
         if not os.path.isfile(c):
             continue
         try:
-            with open(c, encoding="utf-8") as fh:
-                text = fh.read()
+            text = read_source(c)
         except (OSError, UnicodeDecodeError):
             continue
         found = (path if c == path else os.path.abspath(c)), text
@@ -92,8 +105,6 @@ def checked_source(rec: dict[str, Any], snapshot_path: str) -> tuple[str, str]:
     the recorded one.
 
     Raises SnapshotError (E406): no source found, or it changed since the snapshot."""
-    from harnpy.runtime.modules import source_hash
-
     path, source = locate_source(rec, snapshot_path)
     if source_hash(source) != rec["hash"]:
         raise changed_source_error(path)

@@ -369,7 +369,13 @@ class Runtime:
             raise plain_error(f"Import error: circular import of '{key}'", "E306")
         self.loading.add(key)
         try:
-            source = path.read_text(encoding="utf-8")
+            try:
+                source = M.read_source(str(path))
+            except (OSError, UnicodeDecodeError) as e:
+                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                raise plain_error(
+                    f"Import error: cannot read module '{key}': {why}", "E306"
+                ) from None
             tree = self.parse(str(path) if not key.startswith("std/") else key, source)
             mod = ModuleInstance(key, source, tree)
             self._link_imports(mod)

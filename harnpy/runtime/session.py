@@ -438,14 +438,14 @@ class Session:
         """Write the whole session to a snapshot file (atomically); returns its size in
         bytes. Raises :class:`~harnpy.runtime.snapshot.SnapshotError` when a binding holds
         something that is not data (an open handle, a running task...)."""
-        from harnpy.runtime.snapshot import dumps, snapshot, write_atomic
+        from harnpy.runtime.snapshot import seal_document, snapshot, write_atomic
         from harnpy.runtime.thread import Thread
 
         th = Thread(self.runtime, "repl")
         doc = snapshot(th, extra={SESSION_KEY: self.session_record()})
-        text = dumps(doc)
-        write_atomic(os.path.expanduser(path), text, make_dirs=False)
-        return len(text.encode("utf-8"))
+        data = seal_document(doc)
+        write_atomic(os.path.expanduser(path), data, make_dirs=False)
+        return len(data)
 
     def restore(self, path: str) -> None:
         """Replace this session with the one saved in ``path`` (see the module docstring).

@@ -43,7 +43,6 @@ import json
 import math
 import os
 import random
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -632,6 +631,29 @@ def snapshot(
             data = provider.save(thread)
             if data is not None:
                 state[provider.name] = data
+    try:
+        return _encode_document(
+            thread, extra, enc, roots, impl_roots, ext_roots, state, externals, cache
+        )
+    except RecursionError:
+        raise SnapshotError(
+            "a value is nested too deeply to snapshot (Python's recursion limit)", "E402"
+        ) from None
+
+
+def _encode_document(
+    thread: Any,
+    extra: dict[str, Any] | None,
+    enc: _Encoder,
+    roots: list[Any],
+    impl_roots: list[Any],
+    ext_roots: list[Any],
+    state: dict[str, Any],
+    externals: dict[str, Any] | None,
+    cache: SnapshotCache | None,
+) -> dict[str, Any]:
+    rt = thread.runtime
+    mods = list(rt.modules.items())
     enc.count(roots + impl_roots + ext_roots + list(state.values()))
     ext_out: dict[str, Any] = {}
     for name, value in (externals or {}).items():
@@ -790,17 +812,91 @@ def loads(data: str | bytes) -> Any:
     """Parse JSON text or bytes (orjson when installed).
 
     Raises:
-        ValueError: invalid JSON (``json.JSONDecodeError`` / ``orjson.JSONDecodeError``).
+        ValueError: invalid JSON (``json.JSONDecodeError`` / ``orjson.JSONDecodeError``), or
+            arrays/objects nested too deeply to parse (``ValueError``, never
+            ``RecursionError``).
     """
     try:
         import orjson
     except ImportError:  # pragma: no cover
-        return json.loads(data)
+        return _std_loads(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        # same verdict, with the standard library's message
+        # same verdict, with the standard library's message (or: nested past orjson's limit)
+        return _std_loads(data)
+
+
+def _std_loads(data: str | bytes) -> Any:
+    try:
         return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
+def seal_document(doc: dict[str, Any]) -> bytes:
+    """``doc`` as compact JSON bytes sealed with the snapshot key (:func:`harnpy.security.seal`):
+    what every snapshot file harnpy writes holds.
+
+    Raises:
+        SnapshotError: ``E402`` when the document is nested too deeply to serialize;
+            ``E401`` when the snapshot key cannot be used (the message says how to fix it).
+    """
+    from harnpy.security import SealError, seal
+
+    try:
+        body = dumps_bytes(doc)
+    except RecursionError:
+        raise SnapshotError("a value is nested too deeply to snapshot", "E402") from None
+    try:
+        return seal(body)
+    except SealError as e:
+        raise SnapshotError(f"cannot seal the snapshot: {e.message}", "E401") from None
+
+
+def open_document(data: bytes, what: str) -> Any:
+    """Check the seal of a snapshot file's bytes, then parse them (nothing is decoded before
+    the seal matched).
+
+    Args:
+        data: the file's bytes (read with :func:`read_snapshot_bytes`).
+        what: how messages name it (``"snapshot state.json"``).
+
+    Raises:
+        SnapshotError: ``E404``: not sealed, sealed with another key, changed after it was
+            written (the :class:`~harnpy.security.SealError` message), or not JSON.
+    """
+    from harnpy.security import SealError, unseal
+
+    try:
+        body = unseal(data, what)
+    except SealError as e:
+        raise SnapshotError(e.message, "E404") from None
+    try:
+        return loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SnapshotError(f"{what} is not valid JSON: {e}", "E404") from None
+
+
+def read_snapshot_bytes(path: str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> bytes:
+    """The bytes of snapshot file ``path``: a regular file of at most ``max_bytes`` (its type
+    and size are checked before anything is read; at most ``max_bytes + 1`` bytes are read,
+    :func:`harnpy.security.read_capped`).
+
+    Raises:
+        SnapshotError: ``E403`` over the limit; ``E404`` not a regular file (a FIFO, a
+            device, a directory) or unreadable.
+    """
+    from harnpy.security import FileTooLarge, read_capped
+
+    try:
+        return read_capped(path, max_bytes)
+    except FileTooLarge as e:
+        raise SnapshotError(
+            f"snapshot {path} is {e.size} bytes, over the {max_bytes}-byte limit", "E403"
+        ) from None
+    except OSError as e:
+        raise SnapshotError(f"cannot read snapshot {path}: {e.strerror or e}", "E404") from None
 
 
 def write_atomic(
@@ -811,65 +907,40 @@ def write_atomic(
     fsync: bool = True,
     make_dirs: bool = True,
 ) -> None:
-    """Write ``text`` to ``path`` atomically: temp file in the same directory, fsync,
-    rename, mode 0600. A crash mid-write leaves the previous file readable. With
+    """Write ``text`` to ``path`` atomically (:func:`harnpy.security.write_private`: temp file
+    ``.snapshot-*.tmp`` in the same directory, fsync, rename, fsync of the directory, mode
+    0600 whatever the umask). A crash mid-write leaves the previous file readable. With
     ``fsync=False`` the rename is still atomic for readers, but a power loss may lose the
     new version (used for advisory metadata writes). ``make_dirs=False`` (paths a user
-    typed) does not create a missing directory.
+    typed) does not create a missing directory; with it, missing directories are created
+    0700. The bytes are written as given: seal documents first (:func:`seal_document`).
 
     Raises SnapshotError when the encoded size exceeds ``max_bytes``; OSError when the file
     cannot be written (FileNotFoundError for a missing directory with ``make_dirs=False``).
     """
+    from harnpy.security import private_dir, write_private
+
     data = text if isinstance(text, bytes) else text.encode("utf-8")
     if max_bytes is not None and len(data) > max_bytes:
         raise SnapshotError(
             f"snapshot is {len(data)} bytes, over the {max_bytes}-byte limit", "E403"
         )
     d = os.path.dirname(os.path.abspath(path)) or "."
-    if make_dirs:
-        os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=d)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        if not fsync:
-            return
-        try:
-            dfd = os.open(d, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    if make_dirs and not os.path.isdir(d):
+        private_dir(d)
+    write_private(path, data, durable=fsync, tmp_prefix=".snapshot-")
 
 
-def load_document(path: str, max_bytes: int | None = MAX_SNAPSHOT_BYTES) -> dict[str, Any]:
-    """Read and validate a snapshot file (size, JSON, envelope). Never modifies it."""
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        raise SnapshotError(f"cannot read snapshot {path}: {e.strerror or e}", "E404") from None
-    if max_bytes is not None and size > max_bytes:
-        raise SnapshotError(f"snapshot {path} is {size} bytes, over the limit", "E403")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, UnicodeDecodeError) as e:
-        raise SnapshotError(f"cannot read snapshot {path}: {e}", "E404") from None
-    except json.JSONDecodeError as e:
-        raise SnapshotError(f"snapshot {path} is not valid JSON: {e}", "E404") from None
+def load_document(path: str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> dict[str, Any]:
+    """Read, unseal and validate a program snapshot file (type and size first, then the
+    seal, then JSON and the envelope). Never modifies it.
+
+    Raises:
+        SnapshotError: E403 (too big), E404 (unreadable, not a regular file, not sealed or
+            changed since it was written, not JSON, not a snapshot), E405 (other format).
+    """
+    data = read_snapshot_bytes(path, max_bytes)
+    doc = open_document(data, f"snapshot {path}")
     validate_document(doc, path)
     return doc  # type: ignore[no-any-return]
 
@@ -1331,6 +1402,10 @@ def restore(
                 )
     except SnapshotError:
         raise
+    except RecursionError:
+        raise SnapshotError(
+            "snapshot is damaged: values nested too deeply to decode; refusing to resume", "E404"
+        ) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise SnapshotError(
             f"snapshot is damaged: {type(e).__name__}: {e}; refusing to resume", "E404"

@@ -37,7 +37,7 @@ def snapshot_exit(thread: Any, path: Any = None) -> Any:
     Raises a runtime error when the state cannot be snapshotted (the message names the
     variable that holds the offending value); nothing is written then.
     """
-    from harnpy.runtime.snapshot import SnapshotError, dumps, snapshot, write_atomic
+    from harnpy.runtime.snapshot import SnapshotError, seal_document, snapshot, write_atomic
 
     if type(path) is not str or not path:
         raise runtime_error("__snapshot_exit(path): path must be a non-empty string")
@@ -57,7 +57,7 @@ def snapshot_exit(thread: Any, path: Any = None) -> Any:
         )
     try:
         doc = snapshot(thread)
-        write_atomic(path, dumps(doc), make_dirs=False)
+        write_atomic(path, seal_document(doc), make_dirs=False)
     except SnapshotError as e:
         raise plain_error(f"Runtime error: snapshot failed: {e.message}", e.code) from None
     except OSError as e:

@@ -8,7 +8,6 @@ its own ``HARN_WORKER_STATE_DIR`` (``state_dir`` fixture). ``harnpy`` (from
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,8 +59,10 @@ def snapshots(state_dir: Path) -> list[Path]:
 
 
 def load(path: Path) -> dict[str, Any]:
-    """A snapshot file's JSON."""
-    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    """A snapshot file's JSON document, its seal checked (and the seal member left out)."""
+    from tests.sealing import read_doc
+
+    return read_doc(path)  # type: ignore[no-any-return]
 
 
 #: A background sub-agent that parks at its first turn (model-issued

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harnpy.security import seal
 from tests.lifecycle.conftest import PARK_ONCE, RunHarn, lines, snapshots
+from tests.sealing import write_doc
 
 #: A ``tools()`` registry with one ``slow`` tool (sleeps 5 ms), to keep a worker running.
 SLOW_TOOLS = """
@@ -73,9 +75,9 @@ pipeline main() {
 
 def test_sus_004_snapshot_missing_unreadable_or_invalid(run_harn: RunHarn, tmp_path: Path) -> None:
     bad_json = tmp_path / "bad.json"
-    bad_json.write_text("{not json", encoding="utf-8")
+    bad_json.write_bytes(seal(b"{not json"))  # broken JSON under a good seal
     no_mode = tmp_path / "nomode.json"
-    no_mode.write_text(json.dumps({"_type": "worker_snapshot", "id": "w", "config": {}}))
+    write_doc(no_mode, {"_type": "worker_snapshot", "id": "w", "config": {}})
     big = tmp_path / "big.json"
     big.write_bytes(b" " * (4 * 1024 * 1024 + 1))
     out, _ = run_harn(
@@ -94,7 +96,7 @@ pipeline main() {{
         "No such file or directory"
     )
     assert got[2].startswith(f"HARN-SUS-004: resume_agent: failed to load snapshot `{bad_json}`")
-    assert "invalid JSON" in got[2]
+    assert "the file is not valid JSON" in got[2]
     assert got[3].endswith("worker snapshot is missing a valid config mode")
     assert got[4].endswith("over the 4194304-byte limit")
 

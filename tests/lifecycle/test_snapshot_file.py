@@ -14,6 +14,7 @@ import pytest
 from harnpy.lifecycle.suspend import read_document
 from tests.conftest import harnpy
 from tests.lifecycle.conftest import PARK_ONCE, RunHarn, lines, load, snapshots
+from tests.sealing import write_doc
 
 
 def test_file_layout_and_envelope(run_harn: RunHarn, state_dir: Path) -> None:
@@ -200,7 +201,7 @@ def test_load_checks_version_mode_and_source_hash(run_harn: RunHarn, state_dir: 
     paths = {}
     for name, variant in variants.items():
         p = state_dir / f"{name}.json"
-        p.write_text(json.dumps(variant), encoding="utf-8")
+        write_doc(p, variant)
         paths[name] = p
     out, _ = run_harn(
         "pipeline main() {\n"
@@ -216,7 +217,7 @@ def test_load_checks_version_mode_and_source_hash(run_harn: RunHarn, state_dir: 
     assert "changed since the snapshot was taken" in got[4]
     # a refused resume leaves every file as it was
     for name, p in paths.items():
-        assert json.loads(p.read_text()) == variants[name]
+        assert load(p) == variants[name]
 
 
 PARK_SCRIPT = """

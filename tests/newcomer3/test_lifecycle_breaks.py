@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import harnpy
+from tests.sealing import sealed
 
 ENV = {"HARN_LLM_CALLS_DISABLED": "1", "HARN_WORKER_STATE_DIR": ".harn/workers"}
 
@@ -41,7 +42,7 @@ def _park(tmp_path: Path, prog: str = PARK, env: dict[str, str] | None = None) -
 def _edit(snap: Path, edit: Any) -> bytes:
     doc = json.loads(snap.read_text(encoding="utf-8"))
     edit(doc)
-    data = json.dumps(doc).encode()
+    data = sealed(doc)
     snap.write_bytes(data)
     return data
 
@@ -181,7 +182,8 @@ def test_incomplete_worker_snapshot_is_sus_004(tmp_path: Path) -> None:
     p = harnpy("run", "--resume", str(f), cwd=tmp_path, env=ENV)
     assert "HARN-SUS-004" in p.stderr, p.stderr
     assert "expected one of 'harnpy_snapshot'" not in p.stderr, p.stderr
-    assert "field `config`: required field missing" in p.stderr, p.stderr
+    assert "a worker handle (_type='agent_handle'), not a worker snapshot" in p.stderr
+    assert "snapshot_path" in p.stderr, p.stderr
     assert p.returncode == 1
 
 

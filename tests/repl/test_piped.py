@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import harnpy
+from tests.sealing import write_doc
 
 
 def repl(text: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -188,7 +189,7 @@ def test_restore_of_a_damaged_session_record_is_an_error_and_the_session_goes_on
     assert repl("let a = 1\n:save s.json\n", cwd=tmp_path).returncode == 0
     doc = json.loads((tmp_path / "s.json").read_text())
     damage(doc["extra"]["repl_session"])
-    (tmp_path / "s.json").write_text(json.dumps(doc))
+    write_doc(tmp_path / "s.json", doc)
     p = repl('let b = 2\n:restore s.json\nprintln("alive " + to_string(b))\n', cwd=tmp_path)
     assert "Traceback" not in p.stderr
     assert "error[E404]" in p.stderr and "session record is damaged" in p.stderr

@@ -396,14 +396,14 @@ def test_saving_a_host_object_fails_cleanly_and_the_session_goes_on(
 
 def test_restoring_a_program_snapshot_is_refused(tmp_path: Path) -> None:
     from harnpy.runtime.runtime import Runtime
-    from harnpy.runtime.snapshot import dumps, snapshot, write_atomic
+    from harnpy.runtime.snapshot import seal_document, snapshot, write_atomic
 
     rt = Runtime()
     mod = rt.load_main("<-e>", "let a = 1")
     rt.run_module(mod)
     assert rt.main_thread is not None
     path = tmp_path / "prog.json"
-    write_atomic(str(path), dumps(snapshot(rt.main_thread)))
+    write_atomic(str(path), seal_document(snapshot(rt.main_thread)))
     s = Session()
     s.eval("let mine = 5")
     with pytest.raises(SnapshotError, match="not a REPL session snapshot"):

@@ -27,7 +27,7 @@ import pytest
 from harnpy.runtime.errors import HarnError
 from harnpy.runtime.resume import load_for_resume
 from harnpy.runtime.runtime import Runtime
-from harnpy.runtime.snapshot import SnapshotError, dumps, snapshot, write_atomic
+from harnpy.runtime.snapshot import SnapshotError, seal_document, snapshot, write_atomic
 from tests.conftest import REPO, SHARED, harn_files
 
 #: Conformance cases whose program state still lives partly outside the snapshot. Each is
@@ -147,7 +147,7 @@ def test_a_snapshot_after_any_instruction_resumes_to_the_same_output(
         except SnapshotError:
             continue  # e.g. a task or a callback builtin is running at this point
         snap = tmp_path / f"at_{k}.json"
-        write_atomic(str(snap), dumps(doc))
+        write_atomic(str(snap), seal_document(doc))
         out = io.StringIO()
         rt2 = Runtime(stdout=out.write, stderr=out.write)  # type: ignore[arg-type]
         th = load_for_resume(str(snap), rt2)

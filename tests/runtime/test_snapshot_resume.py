@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from harnpy.security import seal
 from tests.conftest import harnpy
+from tests.sealing import write_doc
 
 PROGRAM = Path(__file__).parent / "programs" / "snapshot_deep.harn"
 
@@ -70,11 +72,20 @@ def test_resume_refuses_changed_source_and_keeps_the_snapshot(tmp_path: Path) ->
 
 
 def test_resume_of_a_damaged_snapshot_is_a_clear_error(tmp_path: Path) -> None:
+    # broken JSON under a good seal (what a harnpy bug could write): refused after the seal
     bad = tmp_path / "bad.json"
-    bad.write_text('{"_type": "harnpy_snapshot", "heap": [')
+    data = seal(b'{"_type": "harnpy_snapshot", "heap": [')
+    bad.write_bytes(data)
     res = harnpy("run", "--resume", str(bad))
     assert res.returncode == 2
     assert "not valid JSON" in res.stderr and "Traceback" not in res.stderr
+    assert bad.read_bytes() == data
+    # the same bytes unsealed (an older harnpy, or by hand): refused before any parsing
+    bad.write_text('{"_type": "harnpy_snapshot", "heap": [')
+    res = harnpy("run", "--resume", str(bad))
+    assert res.returncode == 2
+    assert "error[E404]" in res.stderr and "is not sealed" in res.stderr
+    assert "Traceback" not in res.stderr
     assert bad.read_text() == '{"_type": "harnpy_snapshot", "heap": ['
 
 
@@ -119,7 +130,7 @@ def test_a_structurally_damaged_snapshot_is_refused_and_left_as_it_was(
     assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 3
     doc = json.loads(snap.read_text())
     DAMAGE[damage](doc)
-    snap.write_text(json.dumps(doc))
+    write_doc(snap, doc)
     before = snap.read_bytes()
     res = harnpy("run", "--resume", str(snap), cwd=tmp_path, timeout=30)
     assert res.returncode == 2, res.stdout + res.stderr

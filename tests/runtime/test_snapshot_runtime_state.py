@@ -15,6 +15,7 @@ from harnpy.runtime.resume import load_for_resume
 from harnpy.runtime.runtime import Runtime
 from harnpy.runtime.snapshot import SnapshotError
 from tests.conftest import harnpy
+from tests.sealing import write_doc
 
 _SNAP = """
 pipeline main(task) {{
@@ -93,7 +94,7 @@ def test_a_damaged_or_unknown_section_is_refused_and_nothing_applied(
     doc["runtime_state"] = section
     if isinstance(section, dict):
         doc["runtime_state"] = {"color_mode": "always", **section}
-    snap.write_text(json.dumps(doc))
+    write_doc(snap, doc)
     rt = Runtime(stdout=io.StringIO().write, stderr=io.StringIO().write)  # type: ignore[arg-type]
     with pytest.raises(SnapshotError) as ei:
         load_for_resume(str(snap), rt)
@@ -117,7 +118,7 @@ def test_a_supervisor_refuses_the_snapshot_naming_it(tmp_path: Path) -> None:
 def test_an_older_snapshot_without_runtime_state_still_resumes(tmp_path: Path) -> None:
     doc, snap = _doc_with_state(tmp_path)
     del doc["runtime_state"]
-    snap.write_text(json.dumps(doc))
+    write_doc(snap, doc)
     r = harnpy("run", "--resume", str(snap), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "done\n"

@@ -14,6 +14,7 @@ from harnpy.lifecycle.triggers.runner import ResumeTicket, WorkerRunner
 from harnpy.lifecycle.triggers.store import WaitRecord, open_store
 from harnpy.runtime.clock import Clock
 from tests.conftest import harnpy
+from tests.sealing import write_doc
 
 NOW = 1_780_000_000_000
 
@@ -35,7 +36,7 @@ def setup(tmp_path: Path) -> tuple[str, Path, str]:
 
 def snapshot(tmp_path: Path, wid: str) -> str:
     p = tmp_path / f"{wid}.json"
-    p.write_text(json.dumps({"_type": "worker_snapshot", "id": wid, "status": "suspended"}))
+    write_doc(p, {"_type": "worker_snapshot", "id": wid, "status": "suspended"})
     return str(p)
 
 
@@ -242,7 +243,7 @@ def test_workers_cli(tmp_path: Path) -> None:
 def _parked_snapshot(tmp_path: Path, wid: str, status: str, park_id: str) -> str:
     p = tmp_path / f"{wid}.json"
     doc = {"_type": "worker_snapshot", "id": wid, "status": status, "park_id": park_id}
-    p.write_text(json.dumps(doc))
+    write_doc(p, doc)
     return str(p)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import re
 import uuid
@@ -101,18 +100,26 @@ def rewrite_snapshot_status(
         target["finished_at"] = rfc3339(now_ms)
         if extra:
             target.update(extra)
-        write_atomic(path, json.dumps(doc, indent=2, sort_keys=False), max_bytes=None)
+        from harnpy.runtime.snapshot import seal_document
+
+        write_atomic(path, seal_document(doc), max_bytes=None)
         return True
 
 
 def _read_worker_record(path: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """``(document, worker record)`` of a worker snapshot file: the record is the document's
     ``worker`` object when it has one, else the document itself. None when the file cannot
-    be read or is not a JSON object."""
+    be read, is not sealed with our key (or was changed since) or is not a JSON object."""
+    from harnpy.runtime.snapshot import (
+        MAX_SNAPSHOT_BYTES,
+        SnapshotError,
+        open_document,
+        read_snapshot_bytes,
+    )
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
+        doc = open_document(read_snapshot_bytes(path, MAX_SNAPSHOT_BYTES), f"snapshot {path}")
+    except SnapshotError:
         return None
     if not isinstance(doc, dict):
         return None

@@ -1,0 +1,240 @@
+"""Bounded reads and private files: the file primitives for state read from or written to disk.
+
+* :func:`read_capped` reads a file a snapshot, a session or a user named, refusing anything
+  that is not a regular file (a FIFO, a device, a directory) without blocking, and anything
+  bigger than the cap before reading it.
+* :func:`private_dir` creates directories only the current user can enter (0700, whatever
+  the umask) and refuses an existing one that belongs to someone else.
+* :func:`write_private` writes a file only the current user can read (0600) atomically: a
+  temporary file in the same directory, fsync, rename, fsync of the directory.
+
+POSIX semantics (modes, owners, ``O_NONBLOCK``); on a platform without ``os.getuid`` the
+owner checks are skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+
+__all__ = [
+    "FileTooLarge",
+    "NotRegularFile",
+    "ReadRefused",
+    "UnsafePath",
+    "private_dir",
+    "read_capped",
+    "write_private",
+]
+
+
+class ReadRefused(OSError):
+    """:func:`read_capped` refused a file before reading it (base class).
+
+    ``str(e)`` / ``e.strerror`` is one line naming the file and why, ``e.filename`` the path.
+    """
+
+    def __init__(self, err: int, message: str, path: str) -> None:
+        super().__init__(err, message, path)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotRegularFile(ReadRefused):
+    """The path names a FIFO, a device, a socket or a directory, not a regular file."""
+
+
+class FileTooLarge(ReadRefused):
+    """The file is bigger than the cap. ``size`` and ``cap`` are in bytes; ``size`` is the
+    size seen by ``fstat`` (or ``cap + 1`` when the file grew while it was read)."""
+
+    def __init__(self, path: str, size: int, cap: int) -> None:
+        super().__init__(errno.EFBIG, f"{path} is {size} bytes, over the {cap}-byte limit", path)
+        self.size = size
+        self.cap = cap
+
+
+class UnsafePath(OSError):
+    """A directory or file that should be private belongs to another user or can be written
+    (or read) by others. ``str(e)`` says which path, what is wrong and what to do."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(errno.EPERM, message, path)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_capped(path: str, cap: int) -> bytes:
+    """The bytes of regular file ``path``, at most ``cap`` of them.
+
+    The file is opened with ``O_NONBLOCK`` (opening a FIFO does not wait for a writer) and
+    checked with ``fstat`` on the open descriptor (no race with a rename): it must be a
+    regular file of at most ``cap`` bytes. Then at most ``cap + 1`` bytes are read, so a file
+    that grows while it is read (or lies about its size, like a ``/proc`` file) is refused
+    too, and memory use stays within ``cap + 1`` bytes whatever the file is.
+
+    Args:
+        path: the file (symlinks are followed; the check applies to the target).
+        cap: the largest size accepted, in bytes (``>= 0``).
+
+    Returns:
+        The file's content (``len <= cap``).
+
+    Raises:
+        NotRegularFile: a FIFO, device, socket or directory (nothing is read).
+        FileTooLarge: more than ``cap`` bytes (nothing, or at most ``cap + 1`` bytes, read).
+        OSError: the file cannot be opened or read (``FileNotFoundError``,
+            ``PermissionError``...), as the OS reports it.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        raise NotRegularFile(errno.EISDIR, f"{path} is a directory, not a file", path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(
+                errno.EINVAL, f"{path} is {_kind(st.st_mode)}, not a regular file", path
+            )
+        if st.st_size > cap:
+            raise FileTooLarge(path, st.st_size, cap)
+        chunks: list[bytes] = []
+        got = 0
+        while got <= cap:
+            chunk = os.read(fd, cap + 1 - got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > cap:
+            raise FileTooLarge(path, max(st.st_size, got), cap)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _uid() -> int | None:
+    getuid = getattr(os, "geteuid", None)
+    return getuid() if getuid is not None else None
+
+
+def _check_owned_dir(path: str, st: os.stat_result) -> None:
+    uid = _uid()
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafePath(f"{path} exists and is not a directory", path)
+    if uid is not None and st.st_uid != uid:
+        raise UnsafePath(
+            f"{path} belongs to another user (uid {st.st_uid}, you are uid {uid}); refusing to "
+            "keep private state in it (remove it or choose another directory)",
+            path,
+        )
+
+
+def private_dir(path: str) -> str:
+    """Make ``path`` a directory only the current user can use, and return it.
+
+    Missing directories (``path`` and its missing parents) are created with mode 0700
+    whatever the umask. An existing ``path`` must be a directory owned by the current
+    user; its mode is then tightened to 0700 (group and other bits removed). Existing
+    parents are left as they are.
+
+    Raises:
+        UnsafePath: ``path`` exists but is not a directory, or belongs to another user.
+        OSError: a directory cannot be created or its mode changed.
+    """
+    path = os.path.abspath(path)
+    missing: list[str] = []
+    p = path
+    while True:
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            missing.append(p)
+            parent = os.path.dirname(p)
+            if parent == p:
+                break
+            p = parent
+            continue
+        if p != path and not stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(f"{p} exists and is not a directory", p)
+        break
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            pass  # created meantime by another process: checked below like any existing one
+        else:
+            os.chmod(d, 0o700)  # the umask may have removed bits; never adds any: exact mode
+    st = os.stat(path)
+    _check_owned_dir(path, st)
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def fsync_dir(path: str) -> None:
+    """fsync directory ``path`` (makes a rename in it durable); errors are ignored (some
+    file systems cannot fsync a directory)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_private(
+    path: str, data: bytes, *, durable: bool = True, tmp_prefix: str = ".harnpy-"
+) -> None:
+    """Replace ``path`` with ``data`` atomically, as a file only its owner can read (0600).
+
+    A temporary file ``<tmp_prefix>*.tmp`` is created in the same directory (mode 0600 from
+    the start, whatever the umask), written, fsynced, renamed over ``path``, and the
+    directory is fsynced. A reader sees either the old file or the new one, never a part;
+    a crash (SIGKILL, power loss after the fsyncs) leaves one of the two. On any error the
+    temporary file is removed and ``path`` is unchanged. With ``durable=False`` the fsyncs
+    are skipped (the rename is still atomic for readers; a power loss may lose the new
+    version).
+
+    The directory must exist (create it with :func:`private_dir`).
+
+    Raises:
+        OSError: the file cannot be written (the directory is missing, not writable, the
+            disk is full...).
+    """
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=tmp_prefix, suffix=".tmp", dir=d)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        fsync_dir(d)
