@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import time
 
+#: Longest single ``time.sleep`` (seconds): a day.
+_MAX_SLEEP_STEP_S = 86400.0
+
 
 class Clock:
     """Wall-clock and monotonic time source with a mock mode.
@@ -59,7 +62,13 @@ class Clock:
         if self._mock_wall_ms is not None:
             self.advance(ms)
             return
-        time.sleep(ms / 1000.0)
+        # in steps the host can represent (time.sleep overflows past ~292 years, or past
+        # the platform's time_t): a long sleep is many short ones
+        remaining = ms / 1000.0
+        while remaining > 0:
+            step = min(remaining, _MAX_SLEEP_STEP_S)
+            time.sleep(step)
+            remaining -= step
 
     def set(self, ms: int) -> None:
         """Enter mock mode with the wall clock at epoch ``ms`` and the monotonic clock at 0."""

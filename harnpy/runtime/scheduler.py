@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 from harnpy.runtime.code import STOP, NativeFrame
 from harnpy.runtime.errors import HarnError, plain_error
 
+#: Longest single wait for a host future (seconds); a longer wait is several.
+_MAX_WAIT_S = 86400.0
+
 
 def _cancelled() -> None:
     """Placeholder callback of a cancelled timer."""
@@ -211,7 +214,18 @@ class Scheduler:
                     return main.result
             if main.finished:
                 return main.result
-            if not self._wait_for_event():
+            try:
+                woke = self._wait_for_event()
+            except KeyboardInterrupt:
+                # Ctrl-C (or SIGTERM, see harnpy.cli) while every thread waits: interrupt
+                # main where it waits, so its ``finally`` blocks run before the interrupt
+                # propagates (language.md 3.12; a busy thread is interrupted in its loop)
+                if main.status == "interrupted" or main.frame is None:
+                    raise
+                main.interrupt_requested = True
+                self.make_ready(main)
+                continue
+            if not woke:
                 raise plain_error(
                     "Runtime error: deadlock: every task is blocked "
                     f"(main is waiting for {main.blocked_on or 'an event'})",
@@ -242,13 +256,17 @@ class Scheduler:
             timeout = None
             if self.timers:
                 timeout = max(0.0, (self.timers[0][0] - self.runtime.clock.monotonic_ms()) / 1000)
+            # wait in steps the host can represent; a step that ends early just loops
+            stepped = timeout is None or timeout > _MAX_WAIT_S
             done, _ = concurrent.futures.wait(
-                list(self.futures), timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
+                list(self.futures),
+                timeout=_MAX_WAIT_S if stepped else timeout,
+                return_when=concurrent.futures.FIRST_COMPLETED,
             )
             for fut in done:
                 cb = self.futures.pop(fut)
                 cb(fut)
-            if done:
+            if done or stepped:
                 return True
         while self.timers and self.timers[0][2] is _cancelled:
             heapq.heappop(self.timers)

@@ -267,6 +267,15 @@ class Thread:
                 # see errors.MAX_BUILD_SIZE): a catchable error at the current instruction.
                 oom = plain_error("Runtime error: out of memory", "E323")
                 frame = self._unwind(frame, pc, oom)
+            except (TypeError, ValueError, OverflowError) as exc:
+                # raised inside a builtin: an argument it could not handle, a catchable error
+                # naming it (stdlib.registry.argument_error); else an evaluator bug (E999)
+                from harnpy.stdlib.registry import argument_error
+
+                bad = argument_error(exc)
+                if bad is None:
+                    raise
+                frame = self._unwind(frame, pc, bad)
             except HarnInterrupt as exc:
                 frame = self._unwind_interrupt(*self._interrupt_origin(frame, pc), exc)
             except KeyboardInterrupt:

@@ -7,6 +7,7 @@ the thread that awaits it (spec 3.3).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator as PyGenerator
 from typing import Any
 
@@ -40,8 +41,16 @@ def start_thread(runtime: Any, fn: Any, args: list[Any], name: str, out: Any = N
         th.frame = Frame(fn.code, closure_slots(fn, list(args)), th)
         th.depth = 1
     elif type(fn) is Builtin:
+        from harnpy.stdlib.registry import ARGUMENT_ERRORS, argument_error, fit_args
+
         th.frame = None
-        th.result = fn.fn(th, *args)
+        try:
+            th.result = fn.fn(th, *fit_args(fn, list(args)))
+        except ARGUMENT_ERRORS as e:
+            bad = argument_error(e)
+            if bad is None:
+                raise
+            raise bad from None
         th.finished = True
     elif type(fn) is StructType:
         th.frame = None
@@ -147,12 +156,29 @@ def kill_task(run: TaskRun) -> bool:
     return True
 
 
+#: Longest sleep accepted, in milliseconds (100 years, the limit trigger timeouts have too):
+#: every deadline stays a date the host clock can represent.
+MAX_SLEEP_MS = 100 * 365 * 24 * 3600 * 1000
+
+
 def _ms(v: Any, what: str) -> float:
+    """A sleep's length in milliseconds. Raises a catchable runtime error naming ``what``
+    for a value that is not a duration or number, NaN, or over :data:`MAX_SLEEP_MS`."""
     if type(v) is Duration:
-        return float(v.ms)
-    if type(v) in (int, float):
-        return float(v)
-    raise runtime_error(f"{what}: expected a duration or milliseconds, got {type_name(v)}")
+        ms = float(v.ms)
+    elif type(v) in (int, float):
+        try:
+            ms = float(v)
+        except OverflowError:
+            ms = math.inf
+    else:
+        raise runtime_error(f"{what}: expected a duration or milliseconds, got {type_name(v)}")
+    if ms != ms:
+        raise runtime_error(f"{what}: the duration is NaN")
+    if ms > MAX_SLEEP_MS:
+        shown = "an infinite time" if ms == math.inf else f"{ms:.0f} ms"
+        raise runtime_error(f"{what}: {shown} is too long (at most {MAX_SLEEP_MS} ms, 100 years)")
+    return ms
 
 
 # ------------------------------------------------------------------------ tasks

@@ -842,6 +842,9 @@ def sequence_method(thread: Any, seq: IterValue, name: str, args: list[Any]) -> 
     """Run method ``name`` on a lazy sequence (callback generator; see module notes)."""
     iter_m = lookup_iter_method(name)
     if iter_m is not None:
+        from harnpy.stdlib.registry import fit_args
+
+        args = fit_args(iter_m, args)
         cursor = sequence_cursor(seq)
         if iter_m.callback:
             result = yield from iter_m.fn(thread, cursor, *args)

@@ -8,10 +8,15 @@ Calling convention (all builtins):
 
 * the Python function receives the calling :class:`~harnpy.runtime.thread.Thread` first,
   then the Harn arguments positionally (for methods: the receiver, then the arguments);
-* missing arguments arrive as the Python default (declare ``=None`` for optional ones);
-  surplus arguments are dropped unless the function takes ``*args``;
+* missing arguments arrive as the Python default (every parameter has one: declare
+  ``=None`` for optional ones); surplus arguments are dropped unless the function takes
+  ``*args`` (:func:`fit_args` — every path that calls a builtin applies it);
 * it returns a Harn value (see :mod:`harnpy.runtime.values`) or raises a
   :class:`~harnpy.runtime.errors.HarnError`;
+* a ``TypeError``, ``ValueError`` or ``OverflowError`` raised while a builtin runs (a value
+  a user can write that the builtin did not anticipate: a huge number, an out-of-range
+  offset) becomes a catchable Harn error naming the builtin (``E324``,
+  :func:`argument_error`, applied by the evaluator's run loop), never an internal error;
 * a builtin that calls back into Harn code (``map``, ``sort_by``, tool handlers) is
   registered with ``callback=True`` and written as a Python generator: each
   ``result = yield CallRequest(fn, args)`` runs a Harn call on the interpreter's explicit
@@ -23,8 +28,10 @@ Calling convention (all builtins):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from types import CodeType
 from typing import Any, TypeVar
 
+from harnpy.runtime.errors import HarnRuntimeError, plain_error
 from harnpy.runtime.values import Builtin
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -68,6 +75,46 @@ def _max_args(fn: Callable[..., Any], skip: int) -> int | None:
     return max(0, code.co_argcount - skip)
 
 
+#: The code object of every registered builtin and method function -> the Harn name it is
+#: called by (for :func:`argument_error`).
+_CODES: dict[CodeType, str] = {}
+
+
+def _remember(fn: Callable[..., Any], name: str) -> None:
+    code = getattr(fn, "__code__", None)
+    if code is not None and not name.startswith(("__", ".__")):
+        # internal primitives (``__agent_*``...) are called by harnpy's own Harn code with
+        # values it made: an error there is harnpy's bug, reported as such
+        _CODES.setdefault(code, name)
+
+
+def fit_args(b: Builtin, args: list[Any]) -> list[Any]:
+    """The arguments builtin ``b`` receives for the Harn arguments ``args``: surplus ones
+    dropped (``b.max_args``; missing ones take the Python defaults)."""
+    m = b.max_args
+    return args[:m] if m is not None and len(args) > m else args
+
+
+#: Exception types that, raised inside a builtin, mean "an argument it cannot handle".
+ARGUMENT_ERRORS = (TypeError, ValueError, OverflowError)
+
+
+def argument_error(exc: BaseException) -> HarnRuntimeError | None:
+    """The catchable Harn error for ``exc`` (one of :data:`ARGUMENT_ERRORS`) when it was
+    raised while a builtin or method ran: ``Runtime error: <name>: invalid argument
+    (<why>)``, code ``E324``, naming the outermost builtin on the traceback (the one the
+    Harn code called). None when no builtin is on the traceback: the error is the
+    evaluator's own (an internal error, reported as such)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        name = _CODES.get(tb.tb_frame.f_code)
+        if name is not None:
+            why = str(exc) or type(exc).__name__
+            return plain_error(f"Runtime error: {name}: invalid argument ({why})", "E324")
+        tb = tb.tb_next
+    return None
+
+
 def _doc(fn: Callable[..., Any]) -> str:
     """The function's docstring, dedented lazily by readers (kept raw here)."""
     return fn.__doc__ or ""
@@ -99,6 +146,7 @@ def builtin(
             if n in BUILTINS:
                 raise RuntimeError(f"builtin {n!r} registered twice")
             BUILTINS[n] = b if n == harn_name else _renamed(b, n)
+        _remember(fn, harn_name)
         return fn
 
     return deco
@@ -128,6 +176,7 @@ def method(
                 if n in table:
                     raise RuntimeError(f"method {t}.{n} registered twice")
                 table[n] = b
+        _remember(fn, f".{harn_name}()")
         return fn
 
     return deco

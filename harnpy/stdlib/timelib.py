@@ -86,6 +86,8 @@ def resolve_zone(name: Any) -> tzinfo:
     m = re.fullmatch(r"([+-])(\d{1,2}):?(\d{2})?", s)
     if m:
         delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
+        if delta >= timedelta(hours=24) or int(m.group(3) or 0) >= 60:
+            raise fail(f"unknown time zone '{s}' (a UTC offset must be under 24:00)")
         return timezone(-delta if m.group(1) == "-" else delta)
     try:
         return ZoneInfo(s)
