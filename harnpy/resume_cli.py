@@ -22,9 +22,10 @@ Which kind a file is: :func:`_snapshot_kind` (only a file whose first bytes say 
 program snapshot takes the program path; an empty, truncated or other file is a worker
 snapshot that cannot be loaded, ``HARN-SUS-004``; something that is not a regular file is
 E404). Both paths read at most 4 MiB + 1 bytes (type and size checked first) and check the
-document's seal before decoding anything (docs/impl.md, "Snapshot trust"). A worker resume that fails after the claim puts the
-claimed bytes back (an unexpected exception while restoring is ``HARN-SUS-004``; one while
-the worker runs is an internal error, E999, exit status 1).
+document's seal before decoding anything (dev/impl.md, "Snapshot trust"). A worker resume
+that fails after the claim puts the claimed bytes back (an unexpected exception while
+restoring is ``HARN-SUS-004``; one while the worker runs is an internal error, E999, exit
+status 1).
 
 ``SNAPSHOT`` is a path (absolute, or relative to the working directory) or a bare worker id
 (``<state dir>/<id>.json``). With ``--json`` stdout is NDJSON: one envelope

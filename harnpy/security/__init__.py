@@ -32,7 +32,7 @@ Files (:mod:`harnpy.security.files`):
 
 Who uses it: program snapshots (``__snapshot_exit``, REPL ``:save``), worker snapshots and
 the durable store seal every document they write and unseal every one they read; see
-docs/impl.md, "Snapshot trust".
+dev/impl.md, "Snapshot trust".
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def _refused_program(res: object, snap: Path, before: bytes) -> None:
 
 def test_program_snapshot_is_sealed(tmp_path: Path) -> None:
     (tmp_path / "report.harn").write_text(REPORT)
-    assert harnpy("run", "report.harn", cwd=tmp_path).returncode == 0
+    assert harnpy("run", "report.harn", cwd=tmp_path).returncode == 3
     data = (tmp_path / "state.json").read_bytes()
     assert is_sealed(data)
     assert json.loads(data)["_type"] == "harnpy_snapshot"  # still a JSON document
@@ -59,7 +59,7 @@ def test_program_snapshot_is_sealed(tmp_path: Path) -> None:
 def test_f09_forged_inline_source_for_a_file_does_not_run(tmp_path: Path) -> None:
     # (1) a forged snapshot names the victim's unchanged script but carries its own code
     (tmp_path / "report.harn").write_text(REPORT)
-    assert harnpy("run", "report.harn", cwd=tmp_path).returncode == 0
+    assert harnpy("run", "report.harn", cwd=tmp_path).returncode == 3
     snap = tmp_path / "state.json"
     doc = json.loads(snap.read_text())
     evil = REPORT.replace('println("report done")', 'println(shell("id -un > PWNED").stdout)')
@@ -80,7 +80,7 @@ def test_inline_source_is_ignored_for_a_file_module_even_when_sealed(tmp_path: P
     # defence in depth: a document carrying a `source` for a module that has a file (which
     # harnpy never writes) still runs the file's code, or is refused when its hash differs
     (tmp_path / "report.harn").write_text(REPORT)
-    assert harnpy("run", "report.harn", cwd=tmp_path).returncode == 0
+    assert harnpy("run", "report.harn", cwd=tmp_path).returncode == 3
     snap = tmp_path / "state.json"
     doc = read_doc(snap)
     evil = REPORT.replace('println("report done")', 'println(shell("id -un > PWNED").stdout)')
@@ -104,7 +104,7 @@ def test_inline_source_is_ignored_for_a_file_module_even_when_sealed(tmp_path: P
 def test_f09_data_only_edit_to_a_builtin_is_refused(tmp_path: Path) -> None:
     # (2) genuine source, only data changed: a closure replaced by the shell builtin
     (tmp_path / "notify.harn").write_text(NOTIFY)
-    assert harnpy("run", "notify.harn", cwd=tmp_path).returncode == 0
+    assert harnpy("run", "notify.harn", cwd=tmp_path).returncode == 3
     snap = tmp_path / "state2.json"
     doc = json.loads(snap.read_text())
     g = doc["globals"][str(tmp_path / "notify.harn")]
@@ -124,7 +124,7 @@ def test_f06_one_flipped_bit_in_a_program_snapshot_is_refused(tmp_path: Path) ->
     prog.write_text(
         'let one = [1, 2]\nlet two = [one, one]\n__snapshot_exit("s.json")\nprintln(two)\n'
     )
-    assert harnpy("run", "p.harn", cwd=tmp_path).returncode == 0
+    assert harnpy("run", "p.harn", cwd=tmp_path).returncode == 3
     snap = tmp_path / "s.json"
     good = snap.read_bytes()
     assert b'"$ref"' in good
@@ -141,7 +141,7 @@ def test_f06_one_flipped_bit_in_a_program_snapshot_is_refused(tmp_path: Path) ->
 def test_a_snapshot_sealed_with_another_key_names_the_keys(tmp_path: Path) -> None:
     (tmp_path / "report.harn").write_text(REPORT)
     env_a = {"HARNPY_SNAPSHOT_KEY": "a" * 40}
-    assert harnpy("run", "report.harn", cwd=tmp_path, env=env_a).returncode == 0
+    assert harnpy("run", "report.harn", cwd=tmp_path, env=env_a).returncode == 3
     snap = tmp_path / "state.json"
     before = snap.read_bytes()
     res = harnpy(
