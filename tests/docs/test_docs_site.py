@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+import harnpy as harnpy_pkg
 from tests.conftest import REPO, harnpy
 
 pytest.importorskip("mkdocs")
 pytest.importorskip("material")
 
-HARNPY_SRC = REPO / "harnpy"
+# the package the tests import (the installed wheel in CI's second pass, not a source tree)
+HARNPY_SRC = Path(harnpy_pkg.__file__).resolve().parent
 
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
