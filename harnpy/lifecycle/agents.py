@@ -48,6 +48,7 @@ import json
 import os
 from typing import Any
 
+from harnpy.lifecycle import text_tools
 from harnpy.lifecycle._common import (
     arg,
     error_text,
@@ -58,6 +59,7 @@ from harnpy.lifecycle._common import (
     strip_harness,
     thrown,
 )
+from harnpy.lifecycle.compaction import loop_policy
 from harnpy.lifecycle.llm_builtins import (
     assistant_message,
     build,
@@ -65,6 +67,8 @@ from harnpy.lifecycle.llm_builtins import (
     visible_text,
 )
 from harnpy.lifecycle.outcome_report import report_root_outcome
+from harnpy.lifecycle.permissions import denied_content
+from harnpy.lifecycle.post_turn import post_turn_option
 from harnpy.lifecycle.resume_conditions import ConditionsError, await_request
 from harnpy.lifecycle.services import run_event_sink, services
 from harnpy.lifecycle.tools import (
@@ -166,7 +170,9 @@ def new_state(
         raise thrown(f"{where}: options must be a dict")
     if system is not None and type(system) is not str:
         raise thrown(f"{where}: system must be a string or nil")
-    opts: dict[str, Any] = dict(options or {})
+    from harnpy.lifecycle.profiles import apply_profile
+
+    opts: dict[str, Any] = apply_profile(dict(options or {}), where)
     if system is None and type(opts.get("system")) is str:
         system = opts["system"]
     svc = services(runtime)
@@ -191,6 +197,9 @@ def new_state(
             policy["tools"] = opts["allowed_tools"]
         if opts.get("denied_tools") is not None:
             policy["deny"] = opts["denied_tools"]
+    from harnpy.lifecycle.permissions import check_options
+
+    approval_policy, permissions = check_options(opts, where)
     loop_until_done = bool(opts.get("loop_until_done") or opts.get("persistent"))
     if "done_sentinel" in opts:
         sentinel = opts["done_sentinel"]
@@ -208,6 +217,9 @@ def new_state(
         session_id = f"agent_session_{svc.ids.uuid7(runtime)}"
     elif type(session_id) is not str:
         session_id = display(session_id)
+    if transcript is None and opts.get("session_id") is not None:
+        # an open session's messages are the prefix of the loop (Harn sessions.md)
+        transcript = svc.sessions.get(session_id)
     t = coerce(transcript, where) if transcript is not None else new_transcript()
     t = {**t, "metadata": {**(t.get("metadata") or {}), "session_id": session_id}}
     if type(opts.get("messages")) is list:
@@ -232,7 +244,16 @@ def new_state(
         "tools": entries,
         "tool_format": "native" if tool_format == "auto" else tool_format,
         "policy": policy,
+        "approval_policy": approval_policy,
+        "permissions": permissions,
+        "permission_grants": [],
         "max_iterations": _int_option(opts, "max_iterations", DEFAULT_MAX_ITERATIONS),
+        "token_budget": _int_option(opts, "token_budget", 0) or None,
+        "native_tool_fallback": text_tools.fallback_policy(opts, where),
+        "compaction": loop_policy(opts, where),
+        "post_turn_callback": post_turn_option(opts, where),
+        "native_fallbacks": 0,
+        "native_fallback_rejections": 0,
         "loop_until_done": loop_until_done,
         "done_sentinel": sentinel,
         "max_nudges": _int_option(opts, "max_nudges", DEFAULT_MAX_NUDGES),
@@ -300,7 +321,7 @@ def _with_transcript(
 @builtin("agent_loop", aliases=("__agent_loop",), control=True)
 def agent_loop(thread: Any, *args: Any) -> Any:
     """``agent_loop(prompt, system?, options?)`` (also ``agent_loop(harness, ...)``): run an
-    agent loop to its end and return ``{status, text, visible_text, iterations, llm:
+    agent loop to its end and return ``{status, text, visible_text, llm:
     {iterations, duration_ms, input_tokens, output_tokens}, tools: {calls, successful,
     rejected, mode}, tool_calls: [record], deferred_user_messages, daemon_state,
     daemon_snapshot_path, task_ledger, trace, transcript, session_id}`` (lifecycle.md 2.13).
@@ -340,7 +361,7 @@ def agent_llm_turn(thread: Any, st: Any = None) -> Any:
         opts["tools"] = wire
         opts["tool_format"] = st["tool_format"]
         if st["tool_format"] == "text":
-            contract = text_tool_contract(wire)
+            contract = text_tools.text_tool_contract(wire)
             system = f"{system}\n\n{contract}" if system else contract
     request = build(None, system, opts, where="agent_loop")
 
@@ -349,60 +370,6 @@ def agent_llm_turn(thread: Any, st: Any = None) -> Any:
 
     submit_blocking(thread, request, finish, "agent turn")
     return None
-
-
-TOOL_CALL_OPEN = "<tool_call>"
-TOOL_CALL_CLOSE = "</tool_call>"
-
-
-def text_tool_contract(wire: list[dict[str, Any]]) -> str:
-    """System-prompt text that offers ``wire`` tools to a model without native tool calls
-    (``tool_format: "text"``)."""
-    lines = [
-        "You can call tools. To call one, reply with a block",
-        '<tool_call>{"name": "<tool name>", "arguments": {<arguments>}}</tool_call>',
-        "(one block per call). Each result comes back in a <tool_result> block. Tools:",
-    ]
-    for tool in wire:
-        props = (tool.get("parameters") or {}).get("properties") or {}
-        params = ", ".join(
-            f"{k}: {v.get('type', 'any') if type(v) is dict else 'any'}" for k, v in props.items()
-        )
-        lines.append(f"- {tool['name']}({params}): {tool.get('description') or ''}")
-    return "\n".join(lines)
-
-
-def parse_text_tool_calls(text: str, iteration: int) -> list[dict[str, Any]]:
-    """The ``<tool_call>{json}</tool_call>`` blocks of a text-mode answer as ``[{id, name,
-    arguments}]`` (ids ``text_call_<iteration>_<k>``; malformed blocks are skipped)."""
-    import json
-
-    calls: list[dict[str, Any]] = []
-    pos = 0
-    while True:
-        start = text.find(TOOL_CALL_OPEN, pos)
-        if start < 0:
-            break
-        end = text.find(TOOL_CALL_CLOSE, start)
-        if end < 0:
-            break
-        body = text[start + len(TOOL_CALL_OPEN) : end].strip()
-        pos = end + len(TOOL_CALL_CLOSE)
-        try:
-            value = json.loads(body)
-        except ValueError:
-            continue
-        if type(value) is not dict or type(value.get("name")) is not str:
-            continue
-        args = value.get("arguments")
-        calls.append(
-            {
-                "id": f"text_call_{iteration}_{len(calls) + 1}",
-                "name": value["name"],
-                "arguments": args if type(args) is dict else {},
-            }
-        )
-    return calls
 
 
 def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any]:
@@ -424,8 +391,15 @@ def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any
         }
     t = append_message(t, assistant_message(resp))
     calls = [tc.to_dict() for tc in resp.tool_calls]
+    fallback: dict[str, Any] = {}
     if st["tool_format"] == "text" and st["tools"]:
-        calls += parse_text_tool_calls(resp.text, iteration)
+        calls += text_tools.parse_text_tool_calls(resp.text, iteration)
+    elif not calls and st["tools"]:
+        # a native-tool loop answered with text-mode <tool_call> blocks
+        calls, t, fallback = text_tools.native_fallback(st, t, resp.text, iteration)
+        for e in t["events"][len(st["transcript"]["events"]) :]:
+            if e.get("kind") == "native_tool_fallback":
+                services(runtime).emit_session_event(st["session_id"], {"type": e["kind"], **e})
     for c in calls:
         t = _emit(runtime, st, t, {"kind": "tool_call", "iteration": iteration, **c})
     services(runtime).emit_session_event(
@@ -454,6 +428,7 @@ def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any
         reminders=[],
         model=resp.model,
         provider=resp.provider,
+        **fallback,
     )
 
 
@@ -617,6 +592,7 @@ def agent_tool_done(
         if ok:
             content = render_result(value)
             record = _record(st, prep, "ok", result=value)
+            t = _tool_event(rt, st, t, prep, value)
         else:
             message = error_text(_as_error(value))
             content = f"Error: {message}"
@@ -624,7 +600,17 @@ def agent_tool_done(
     else:
         content = prep.get("message") or "Error: the tool call was rejected"
         status = "denied" if prep.get("reason") == "policy" else "rejected"
-        record = _record(st, prep, status, error=content)
+        error = content
+        if status == "denied":
+            # the model gets Harn's structured denial {error: "permission_denied", tool,
+            # reason}; the record keeps the readable "Error: <reason>"
+            reason = prep.get("permission_reason")
+            if reason is None:  # the capability ceiling (or a tool hook) refused it
+                reason = _denial_reason(content)
+                if content.startswith("Error: tool '") and "by the agent policy" in content:
+                    content = denied_content(prep.get("name"), reason)
+            error = f"Error: {reason}"
+        record = _record(st, prep, status, error=error)
         if status == "denied":
             t = _emit(
                 rt,
@@ -654,6 +640,40 @@ def agent_tool_done(
     if sink is not None:
         _report_tool_result(sink, prep, {**record, "content": content})
     return _with_transcript(rt, st, t, records=[*st["records"], record])
+
+
+def _denial_reason(content: str) -> str:
+    """The reason of a refusal message: ``Error: <reason>`` text, or the ``reason`` of an
+    already structured ``{"error": "permission_denied", ...}`` (a tool hook's deny)."""
+    if content.startswith("{"):
+        try:
+            body = json.loads(content)
+        except ValueError:
+            body = None
+        if type(body) is dict and body.get("error") == "permission_denied":
+            return str(body.get("reason") or "denied")
+    return content[len("Error: ") :] if content.startswith("Error: ") else content
+
+
+def _tool_event(
+    runtime: Any, st: dict[str, Any], t: dict[str, Any], prep: dict[str, Any], value: Any
+) -> dict[str, Any]:
+    """A tool entry whose ``metadata.transcript_event`` names an event kind (``std/plan``'s
+    tools: ``plan``) records its result as ``{kind, tool_name, tool_call_id, metadata:
+    {<kind>: result}}``."""
+    entry = next((e for e in st["tools"] if e.get("name") == prep.get("name")), None)
+    meta = entry.get("metadata") if type(entry) is dict else None
+    kind = meta.get("transcript_event") if type(meta) is dict else None
+    if type(kind) is not str or not kind:
+        return t
+    event = {
+        "kind": kind,
+        "tool_name": prep.get("name"),
+        "tool_call_id": prep.get("id"),
+        "metadata": {kind: value},
+        "visibility": "internal",
+    }
+    return _emit(runtime, st, t, event)
 
 
 def _as_error(value: Any) -> HarnError:
@@ -720,6 +740,10 @@ def agent_after_turn(thread: Any, st: Any = None) -> dict[str, Any]:
     rt = thread.runtime
     had_calls = bool(st["pending_calls"])
     budget_left = st["iteration"] < st["max_iterations"]
+    tokens = st.get("token_budget")
+    if tokens is not None and st["input_tokens"] + st["output_tokens"] > tokens:
+        # token_budget: the tokens spent so far exceed it, no further model call
+        return _finish(rt, st, "budget_exhausted", pending_calls=[], idle=False, idle_park=False)
     changes: dict[str, Any] = {"pending_calls": [], "idle": False, "idle_park": False}
     if had_calls:
         changes["nudges"] = 0
@@ -893,7 +917,6 @@ def loop_result(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:
         "text": text,
         "visible_text": visible,
         "last_text": st["last_text"],
-        "iterations": st["iteration"],
         "llm": {
             "iterations": st["iteration"],
             "duration_ms": max(0, duration),
@@ -915,7 +938,13 @@ def loop_result(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:
             else None
         ),
         "task_ledger": {},
-        "trace": {"iterations": st["iteration"], "events": len(st["transcript"]["events"])},
+        "trace": {
+            "iterations": st["iteration"],
+            "events": len(st["transcript"]["events"]),
+            "native_text_tool_fallbacks": st.get("native_fallbacks", 0),
+            "native_text_tool_fallback_rejections": st.get("native_fallback_rejections", 0),
+            "empty_completion_retries": 0,
+        },
         "transcript": st["transcript"],
         "session_id": st["session_id"],
         "model": st["model"],

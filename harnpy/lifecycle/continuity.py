@@ -151,7 +151,9 @@ def resume_payload(
     ``continue_transcript`` is false (one user message holding the digest)."""
     from harnpy.lifecycle.transcript import new_transcript
 
-    payload: dict[str, Any] = {"reminders": [], "messages": []}
+    # ``input`` is the resume input as given: a worker parked on a human wait (hitl.py)
+    # takes its answer from it; __agent_apply_resume ignores it
+    payload: dict[str, Any] = {"reminders": [], "messages": [], "input": input_value}
     if not continue_transcript:
         if digest:
             payload["transcript"] = new_transcript(

@@ -257,6 +257,9 @@ def result_dict(resp: Any, request: Any) -> dict[str, Any]:
     out["visible_text"] = vis
     out["prose"] = vis
     out["usage"] = usage_dict(resp)
+    # Harn's canonical answer blocks: the visible text as one public text block
+    out.setdefault("blocks", [{"type": "text", "text": vis, "visibility": "public"}] if vis else [])
+    out.setdefault("private_reasoning", None)
     messages = [m.to_wire() for m in request.messages] + [assistant_message(resp)]
     out["transcript"] = new_transcript(messages=messages)
     return out

@@ -33,7 +33,9 @@ class AgentServices:
         event_listeners: callables run with each new worker event (the session-hook layer
             subscribes here to fire ``WorkerSpawned``... hooks).
         session_events: agent events tagged with their session id (``agent_capture_events``).
-        sessions: session id -> latest transcript dict of the loop using it.
+        sessions: session id -> latest transcript dict of the session (or of the loop
+            using it); see :mod:`harnpy.lifecycle.sessions`.
+        session_lineage: session id -> ``{parent_id, child_ids, branched_at_event_index}``.
         audit_log: entries written by ``harness.emit_audit`` (``{seq, kind, payload,
             pipeline_id}``, lifecycle.md 2.16).
         mock_scopes: saved mock-provider states of enclosing ``with_llm_script`` scopes.
@@ -53,6 +55,7 @@ class AgentServices:
         self.event_listeners: list[Callable[[dict[str, Any]], None]] = []
         self.session_events: list[dict[str, Any]] = []
         self.sessions: dict[str, Any] = {}
+        self.session_lineage: dict[str, dict[str, Any]] = {}
         self.audit_log: list[dict[str, Any]] = []
         self.audit_seq = 0
         self.mock_scopes: list[dict[str, Any]] = []

@@ -11,10 +11,20 @@ message appended also appends ``{kind: "message", role, content, ...}``; the age
 ``tool_call``, ``tool_result``, ``tool_call_audit``, ``system_reminder`` and ``loop_status``
 events. All helpers return new dicts and never mutate their argument (value semantics).
 
+A transcript also has a lifecycle ``state`` (``active``, ``archived``, ``abandoned``):
+``transcript_archive`` / ``transcript_abandon`` / ``transcript_resume`` set it and append
+an internal ``transcript_lifecycle`` event. Events carry a ``visibility`` (``public`` for
+messages, ``internal`` for runtime records); ``transcript_render_visible`` renders the
+public messages (``role: text`` lines), ``transcript_render_full`` every event
+(``[visibility] ...`` lines).
+
 Builtins: ``transcript``, ``transcript_from_messages``, ``transcript_messages``,
 ``transcript_events``, ``transcript_events_by_kind``, ``transcript_summary``,
-``transcript_id``, ``transcript_add_message``, ``transcript_stats``, ``transcript_export``,
-``transcript_import``, ``transcript_fork``, ``transcript_compact``.
+``transcript_id``, ``transcript_add_message``, ``add_message``, ``add_user``,
+``add_assistant``, ``add_system``, ``transcript_stats``, ``transcript_export``,
+``transcript_import``, ``transcript_fork``, ``transcript_compact``, ``transcript_reset``,
+``transcript_archive``, ``transcript_abandon``, ``transcript_resume``,
+``transcript_render_visible``, ``transcript_render_full``.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ def new_transcript(
         "summary": summary,
         "metadata": dict(metadata) if type(metadata) is dict else {},
         "assets": [],
+        "state": "active",
     }
     for m in messages or []:
         t = append_message(t, m)
@@ -95,7 +106,7 @@ def normalize_message(m: Any) -> dict[str, Any]:
 def append_message(t: dict[str, Any], m: Any) -> dict[str, Any]:
     """A copy of ``t`` with message ``m`` appended (and its ``message`` event)."""
     msg = normalize_message(m)
-    event = {"kind": "message", **msg, "index": len(t["messages"])}
+    event = {"kind": "message", **msg, "index": len(t["messages"]), "visibility": "public"}
     return {**t, "messages": [*t["messages"], msg], "events": [*t["events"], event]}
 
 
@@ -113,19 +124,27 @@ def events_of(v: Any) -> list[Any]:
     return []
 
 
+#: Event visibilities a human sees (``transcript_stats`` ``visible_event_count``).
+VISIBLE = ("public", "visible")
+
+
 def stats(t: dict[str, Any]) -> dict[str, Any]:
-    """Counts of a transcript's messages and events (``transcript_stats``)."""
-    msgs = t.get("messages") or []
-    by_role = {r: sum(1 for m in msgs if m.get("role") == r) for r in _ROLES}
-    evs = t.get("events") or []
+    """Counts of a transcript's messages and events (``transcript_stats``); ``tool_result``
+    messages count as tool results, user-facing messages are the user and assistant ones."""
+    msgs = [m for m in t.get("messages") or [] if type(m) is dict]
+    roles = ["tool" if m.get("role") == "tool_result" else m.get("role") for m in msgs]
+    by_role = {r: roles.count(r) for r in _ROLES}
+    evs = [e for e in t.get("events") or [] if type(e) is dict]
     return {
         "message_count": len(msgs),
         "system_message_count": by_role["system"],
         "user_message_count": by_role["user"],
         "assistant_message_count": by_role["assistant"],
+        "user_facing_message_count": by_role["user"] + by_role["assistant"],
         "tool_result_message_count": by_role["tool"],
         "tool_call_count": sum(len(m.get("tool_calls") or []) for m in msgs),
         "event_count": len(evs),
+        "visible_event_count": sum(1 for e in evs if e.get("visibility") in VISIBLE),
         "system_reminder_count": sum(1 for e in evs if e.get("kind") == "system_reminder"),
         "has_summary": t.get("summary") is not None,
     }
@@ -211,8 +230,11 @@ def transcript_add_message(
 @builtin("transcript_stats")
 def transcript_stats(thread: Any, v: Any = None) -> dict[str, Any]:
     """``transcript_stats(t)``: ``{message_count, user_message_count,
-    assistant_message_count, system_message_count, tool_result_message_count,
-    tool_call_count, event_count, system_reminder_count, has_summary}``."""
+    assistant_message_count, system_message_count, user_facing_message_count,
+    tool_result_message_count, tool_call_count, event_count, visible_event_count,
+    system_reminder_count, has_summary}`` (all zero for nil)."""
+    if is_transcript(v):
+        return stats(v)  # hand-built transcripts are counted as they are
     return stats(coerce(v, "transcript_stats"))
 
 
@@ -250,7 +272,8 @@ def transcript_fork(thread: Any, v: Any = None, options: Any = None) -> dict[str
 @builtin("transcript_compact")
 def transcript_compact(thread: Any, v: Any = None, options: Any = None) -> dict[str, Any]:
     """``transcript_compact(t, options?)``: keep the last ``keep_last`` messages (default
-    4) and fold the older ones into ``summary`` (a truncation digest, no model call)."""
+    4) and fold the older ones into ``summary`` — ``options.summary`` when given (a
+    string), else a truncation digest (no model call)."""
     t = coerce(v, "transcript_compact")
     opts = options if type(options) is dict else {}
     keep = opts.get("keep_last", 4)
@@ -261,5 +284,158 @@ def transcript_compact(thread: Any, v: Any = None, options: Any = None) -> dict[
     old = new_transcript(messages=msgs[: len(msgs) - keep], summary=t.get("summary"))
     kept = msgs[len(msgs) - keep :] if keep else []
     out = new_transcript(messages=kept, metadata=t.get("metadata"), tid=t["id"])
-    out["summary"] = digest(old)
+    given = opts.get("summary")
+    out["summary"] = given if type(given) is str else digest(old)
     return append_event(out, {"kind": "compaction", "dropped": len(msgs) - keep})
+
+
+# ------------------------------------------------------------------- lifecycle, rendering
+
+
+def _lifecycle(v: Any, state: str, where: str) -> dict[str, Any]:
+    t = coerce(v, where)
+    out = {**t, "state": state}
+    return append_event(
+        out,
+        {
+            "kind": "transcript_lifecycle",
+            "state": state,
+            "text": f"transcript {state if state != 'active' else 'resumed'}",
+            "visibility": "internal",
+        },
+    )
+
+
+@builtin("transcript_reset")
+def transcript_reset(thread: Any, options: Any = None) -> dict[str, Any]:
+    """``transcript_reset(options?)``: a fresh active transcript; ``options.metadata``
+    (a dict) becomes its metadata."""
+    opts = options if type(options) is dict else {}
+    return new_transcript(metadata=opts.get("metadata"))
+
+
+@builtin("transcript_archive")
+def transcript_archive(thread: Any, v: Any = None) -> dict[str, Any]:
+    """``transcript_archive(t)``: a copy with ``state: "archived"`` and an internal
+    ``transcript_lifecycle`` event ("transcript archived")."""
+    return _lifecycle(v, "archived", "transcript_archive")
+
+
+@builtin("transcript_abandon")
+def transcript_abandon(thread: Any, v: Any = None) -> dict[str, Any]:
+    """``transcript_abandon(t)``: a copy with ``state: "abandoned"`` and an internal
+    ``transcript_lifecycle`` event ("transcript abandoned")."""
+    return _lifecycle(v, "abandoned", "transcript_abandon")
+
+
+@builtin("transcript_resume")
+def transcript_resume(thread: Any, v: Any = None) -> dict[str, Any]:
+    """``transcript_resume(t)``: a copy with ``state: "active"`` again and an internal
+    ``transcript_lifecycle`` event ("transcript resumed")."""
+    return _lifecycle(v, "active", "transcript_resume")
+
+
+def content_text(content: Any) -> str:
+    """The text of a message content: a string as is, a block list's public text blocks
+    joined (other blocks as ``<type>``), anything else displayed."""
+    if content is None:
+        return ""
+    if type(content) is str:
+        return content
+    if type(content) is list:
+        parts = []
+        for b in content:
+            if type(b) is dict:
+                if b.get("visibility") in ("internal", "private"):
+                    continue
+                if b.get("type") == "text":
+                    parts.append(str(b.get("text") or ""))
+                else:
+                    parts.append(f"<{b.get('type')}>")
+            else:
+                parts.append(display(b))
+        return " ".join(p for p in parts if p)
+    return display(content)
+
+
+def render_visible(t: dict[str, Any]) -> str:
+    """``role: text`` lines of the user and assistant messages that have text."""
+    lines = []
+    for m in t.get("messages") or []:
+        if type(m) is not dict or m.get("role") not in ("user", "assistant"):
+            continue
+        text = content_text(m.get("content"))
+        if text:
+            lines.append(f"{m.get('role')}: {text}")
+    return "\n".join(lines)
+
+
+def _event_line(e: dict[str, Any]) -> str:
+    kind = e.get("kind")
+    vis = e.get("visibility") or ("public" if kind == "message" else "internal")
+    if kind == "message":
+        body = f"{e.get('role')}: {content_text(e.get('content'))}"
+        for tc in e.get("tool_calls") or []:
+            if type(tc) is dict:
+                body += f" [tool_call {tc.get('name')}]"
+    elif type(e.get("text")) is str:
+        body = e["text"]
+    else:
+        rest = {k: v for k, v in e.items() if k not in ("kind", "visibility")}
+        body = f"{kind}: {display(rest)}" if rest else str(kind)
+    return f"[{vis}] {body}"
+
+
+def render_full(t: dict[str, Any]) -> str:
+    """One ``[visibility] ...`` line per event (the whole execution history)."""
+    return "\n".join(_event_line(e) for e in t.get("events") or [] if type(e) is dict)
+
+
+@builtin("transcript_render_visible")
+def transcript_render_visible(thread: Any, v: Any = None) -> str:
+    """``transcript_render_visible(t)``: the human-visible conversation, one ``role: text``
+    line per user or assistant message with text."""
+    return render_visible(coerce(v, "transcript_render_visible"))
+
+
+@builtin("transcript_render_full")
+def transcript_render_full(thread: Any, v: Any = None) -> str:
+    """``transcript_render_full(t)``: the full history, one ``[visibility] ...`` line per
+    event (messages ``[public] role: text``, runtime events ``[internal] kind: {...}``)."""
+    return render_full(coerce(v, "transcript_render_full"))
+
+
+def _add(v: Any, msg: dict[str, Any], where: str) -> Any:
+    if type(v) is list:
+        return [*v, normalize_message(msg)]
+    return append_message(coerce(v, where), msg)
+
+
+@builtin("add_message")
+def add_message(
+    thread: Any, v: Any = None, role: Any = None, content: Any = None, extra: Any = None
+) -> Any:
+    """``add_message(t, role, content, extra?)``: ``t`` (a transcript or a message list)
+    with one more message; a list stays a list. Throws for an unknown role."""
+    msg = {"role": role, "content": content}
+    if type(extra) is dict:
+        msg.update(extra)
+    return _add(v, msg, "add_message")
+
+
+@builtin("add_user")
+def add_user(thread: Any, v: Any = None, content: Any = None) -> Any:
+    """``add_user(t, content)``: ``t`` with a user message (content: a string or blocks)."""
+    return _add(v, {"role": "user", "content": content}, "add_user")
+
+
+@builtin("add_assistant")
+def add_assistant(thread: Any, v: Any = None, content: Any = None) -> Any:
+    """``add_assistant(t, content)``: ``t`` with an assistant message."""
+    return _add(v, {"role": "assistant", "content": content}, "add_assistant")
+
+
+@builtin("add_system")
+def add_system(thread: Any, v: Any = None, content: Any = None) -> Any:
+    """``add_system(t, content)``: ``t`` with a system message."""
+    return _add(v, {"role": "system", "content": content}, "add_system")

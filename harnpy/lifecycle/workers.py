@@ -133,7 +133,6 @@ class WorkerRecord:
     def summary(self) -> dict[str, Any]:
         """The WorkerSummary dict (lifecycle.md 3.1; ``suspension`` only while suspended).
         ``transcript`` is added because upstream fixtures read ``summary.transcript``."""
-        spec = self.config.get("spec") or {}
         out: dict[str, Any] = {
             "_type": "agent_handle",
             "id": self.id,
@@ -146,15 +145,7 @@ class WorkerRecord:
             "finished_at": self.finished_at,
             "awaiting_started_at": self.awaiting_started_at,
             "history": list(self.history),
-            "request": {
-                "task": self.task,
-                "system": spec.get("system"),
-                "payload": None,
-                "research_questions": [],
-                "action_items": [],
-                "workflow_stages": [],
-                "verification_steps": [],
-            },
+            "request": self.request(),
             "provenance": {
                 "worker_id": self.id,
                 "worker_name": self.name,
@@ -183,6 +174,30 @@ class WorkerRecord:
         if self.suspension is not None:
             out["suspension"] = dict(self.suspension)
         return out
+
+    def request(self) -> dict[str, Any]:
+        """The worker's original request (Harn's worker provenance): ``{task, system,
+        payload, research_questions, action_items, workflow_stages, verification_steps}``
+        — ``task`` is the first task (``send_input`` does not change it), the rest come
+        from the options the worker was started with (``request`` is the payload)."""
+        spec: dict[str, Any] = self.config.get("spec") or {}
+        raw = spec.get("options")
+        opts: dict[str, Any] = raw if type(raw) is dict else {}
+        task = spec.get("task") if type(spec.get("task")) is str else self.task
+
+        def listed(key: str) -> list[Any]:
+            v = opts.get(key)
+            return list(v) if type(v) is list else ([] if v is None else [v])
+
+        return {
+            "task": task,
+            "system": spec.get("system"),
+            "payload": opts.get("request"),
+            "research_questions": listed("research_questions"),
+            "action_items": listed("action_items"),
+            "workflow_stages": listed("workflow_stages"),
+            "verification_steps": listed("verification_steps"),
+        }
 
     def brief(self) -> dict[str, Any]:
         """``{id, name, task, mode, status}`` (worker event payloads)."""
@@ -312,11 +327,25 @@ def finished(
             "summary": loop.get("visible_text", loop.get("text")),
             "text": loop.get("text"),
             "visible_text": loop.get("visible_text"),
-            "iterations": loop.get("iterations"),
+            "iterations": (loop.get("llm") or {}).get("iterations"),
             "llm": loop.get("llm"),
             "tools": loop.get("tools"),
             "session_id": loop.get("session_id"),
         }
+        if rec.mode == "stage":
+            # a delegated stage's result carries the loop's own result and transcript
+            # (Harn's worker.result.result / worker.result.transcript)
+            rec.result["result"] = {k: v for k, v in loop.items() if k != "transcript"}
+            rec.result["transcript"] = loop.get("transcript")
+        if rec.mode == "sub_agent":
+            # a background sub_agent_run's result is the sub-agent envelope (Harn); its
+            # transcript stays the worker's own (rec.transcript), not a copy in the result
+            from harnpy.lifecycle.envelopes import build
+
+            spec = rec.config.get("spec") if type(rec.config) is dict else None
+            opts = spec.get("options") if type(spec) is dict else None
+            provider = opts.get("provider") if type(opts) is dict else None
+            rec.result.update({**build(loop, provider), "transcript": None})
         if loop.get("status") in ("provider_error", "failed"):
             rec.status = "failed"
             err = loop.get("error")
@@ -476,6 +505,14 @@ def spawn_agent(thread: Any, *args: Any) -> Any:
             resume_when = parse(config["options"]["resume_when"])
     if config.get("policy") is not None:
         options["policy"] = config["policy"]
+    if config.get("permissions") is not None:
+        options["permissions"] = config["permissions"]
+    if type(node.get("model_policy")) is dict:
+        # Harn's stage nodes keep the model options under model_policy
+        options = {
+            **node["model_policy"],
+            **{k: v for k, v in options.items() if k != "model_policy"},
+        }
     options = _loop_options(options, tools_ceiling)
     raw_name = config.get("name")
     name = raw_name if type(raw_name) is str else "worker"
@@ -553,87 +590,6 @@ def sub_agent_run(thread: Any, *args: Any) -> Any:
         audit=opts.get("audit"),
     )
     return rec.summary()
-
-
-@builtin("__agent_envelope")
-def agent_envelope(thread: Any, st: Any = None, result: Any = None) -> dict[str, Any]:
-    """``__agent_envelope(state, loop_result)``: the blocking ``sub_agent_run`` envelope.
-
-    A sub-agent whose model parked (``agent_await_resumption``) has not finished: the
-    envelope says ``ok: false``, ``status: "suspended"``, with an ``error`` of category
-    ``suspended`` naming the snapshot, and the Suspension's ``handle``, ``snapshot_path``,
-    ``reason``, ``initiator``, ``conditions`` — resume it with ``resume_agent(snapshot_path)``
-    or ``harnpy run --resume``."""
-    from harnpy.lifecycle.llm_builtins import extract_json
-
-    r = result if type(result) is dict else {}
-    status = r.get("status")
-    if status == "suspended":
-        return _suspended_envelope(st, r)
-    ok = status in ("done",)
-    text = r.get("visible_text") or r.get("text") or ""
-    opts = st.get("llm_options") if type(st) is dict else {}
-    data = None
-    parsed, value = extract_json(text) if text else (False, None)
-    if parsed:
-        data = value
-    llm = r.get("llm") or {}
-    return {
-        "ok": ok,
-        "status": status,
-        "summary": text,
-        "artifacts": [],
-        "evidence_added": 0,
-        "tokens_used": (llm.get("input_tokens") or 0) + (llm.get("output_tokens") or 0),
-        "budget_exceeded": status == "budget_exhausted",
-        "session_id": r.get("session_id"),
-        "transcript": r.get("transcript"),
-        "data": data,
-        "error": None
-        if ok
-        else (r.get("error") or {"category": "agent", "message": f"sub-agent ended with {status}"}),
-        "provider": opts.get("provider") if type(opts) is dict else None,
-    }
-
-
-def _suspended_envelope(st: Any, r: dict[str, Any]) -> dict[str, Any]:
-    """The blocking ``sub_agent_run`` envelope of a sub-agent that parked (see
-    ``__agent_envelope``)."""
-    opts = st.get("llm_options") if type(st) is dict else {}
-    llm = r.get("llm") or {}
-    path = r.get("snapshot_path")
-    reason = r.get("reason") or ""
-    return {
-        "ok": False,
-        "status": "suspended",
-        "summary": "",
-        "artifacts": [],
-        "evidence_added": 0,
-        "tokens_used": (llm.get("input_tokens") or 0) + (llm.get("output_tokens") or 0),
-        "budget_exceeded": False,
-        "session_id": r.get("session_id"),
-        "transcript": None,
-        "data": None,
-        "error": {
-            "category": "suspended",
-            "message": f"the sub-agent parked before finishing (reason: {reason}); resume it "
-            f'with resume_agent("{path}") or `harnpy run --resume {path}`',
-        },
-        "provider": opts.get("provider") if type(opts) is dict else None,
-        **{
-            k: r.get(k)
-            for k in (
-                "handle",
-                "snapshot_path",
-                "reason",
-                "initiator",
-                "conditions",
-                "iterations_completed",
-                "suspended_at",
-                "auto_resume_trigger",
-            )
-        },
-    }
 
 
 def _wait_one(thread: Any, rec: WorkerRecord) -> None:
@@ -826,7 +782,7 @@ def _restart(thread: Any, rec: WorkerRecord, text: str, *, keep_result: bool, wh
     mode = rec.carry.get("transcript_mode", "inherit")
     transcript = rec.transcript
     if mode == "reset":
-        transcript = None
+        transcript = new_transcript()  # empty, not None: None continues the session
     elif mode == "compact" and transcript is not None:
         transcript = new_transcript(
             messages=[{"role": "user", "content": "Earlier work: " + digest(transcript)}]

@@ -5,9 +5,12 @@ A root ``agent_loop`` (one not running as an agent worker) that ends in a failur
 its result dict to the script, as lifecycle.md 2.13 says. The lifecycle layer then
 registers that dict here (:func:`register`) and prints one line on stderr. The result
 counts as **checked** as soon as code of the program (not of the bundled ``std/``
-modules) reads its ``status`` or ``error`` field — ``r.status``, ``r?.error``,
-``r["status"]`` — anywhere, in any function: the compiler gives those reads
-(:data:`WATCHED_KEYS`) a variant that calls :func:`checked`. When the program ends,
+modules) reads one of the fields that tell how the loop went — ``status``, ``error``,
+``ok``, ``budget_exceeded`` (a ``sub_agent_run`` envelope), ``tools`` (which calls ran or
+were refused) or ``transcript`` (the conversation itself) — ``r.status``, ``r?.tools``,
+``r["error"]`` — anywhere, in any function: the compiler gives those reads
+(:data:`WATCHED_KEYS`) a variant that calls :func:`checked`. Reading only the answer
+(``text``, ``visible_text``) does not count. When the program ends,
 ``harnpy run`` exits with status 1 if a registered result was never checked
 (:func:`unchecked`), naming where the loop was called; a program that looks at the status
 has taken charge of the failure and exits as it chooses.
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Fields whose read marks a registered result as checked.
-WATCHED_KEYS = frozenset({"status", "error"})
+WATCHED_KEYS = frozenset({"status", "error", "ok", "budget_exceeded", "tools", "transcript"})
 
 
 @dataclass
@@ -51,9 +54,19 @@ def checked(runtime: Any, obj: Any) -> None:
         pending.pop(id(obj), None)
 
 
+def transfer(runtime: Any, old: Any, new: dict[str, Any]) -> None:
+    """``new`` (a dict built from the registered result ``old``, e.g. the ``sub_agent_run``
+    envelope around a loop result) takes over ``old``'s registration: the program checks
+    the value it was given."""
+    pending = getattr(runtime, "unchecked_outcomes", None)
+    if pending and id(old) in pending:
+        rec = pending.pop(id(old))
+        pending[id(new)] = Unchecked(new, rec.status, rec.where, rec.message)
+
+
 def unchecked(runtime: Any) -> list[Unchecked]:
     """The registered results the program never checked, oldest first."""
     return list(getattr(runtime, "unchecked_outcomes", {}).values())
 
 
-__all__ = ["WATCHED_KEYS", "Unchecked", "checked", "register", "unchecked"]
+__all__ = ["WATCHED_KEYS", "Unchecked", "checked", "register", "transfer", "unchecked"]

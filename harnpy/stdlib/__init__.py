@@ -12,10 +12,16 @@ import importlib
 #: Modules of outer layers that register builtins, imported in this order.
 PROVIDERS = (
     "harnpy.lifecycle.agents",
+    "harnpy.lifecycle.compaction",
+    "harnpy.lifecycle.envelopes",
     "harnpy.lifecycle.harness",
+    "harnpy.lifecycle.hitl",
     "harnpy.lifecycle.hooks",
     "harnpy.lifecycle.llm_builtins",
     "harnpy.lifecycle.pipeline_lifecycle",
+    "harnpy.lifecycle.permissions",
+    "harnpy.lifecycle.post_turn",
+    "harnpy.lifecycle.rate_limits",
     "harnpy.lifecycle.receipts",
     "harnpy.lifecycle.resume_conditions",
     "harnpy.lifecycle.sessions",

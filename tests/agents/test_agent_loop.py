@@ -38,7 +38,6 @@ pipeline main() {
         "status",
         "text",
         "visible_text",
-        "iterations",
         "llm",
         "tools",
         "tool_calls",
@@ -50,6 +49,7 @@ pipeline main() {
         "transcript",
     ):
         assert field in got[0], field
+    assert "iterations" not in got[0].strip("[]").split(", ")  # Harn's v0.8 shape: llm.iterations
     assert got[1] == "[duration_ms, input_tokens, iterations, output_tokens]"
     assert got[2] == str(2 + 8 + 9)
     assert got[3] == "[calls, mode, rejected, successful]"
@@ -71,7 +71,7 @@ pipeline main() {
   llm_mock({text: "done now"})
   llm_mock({text: "never used"})
   let r = agent_loop("t", nil, {provider: "mock", tools: echo_tools()})
-  println(r.status + " " + to_string(r.iterations) + " " + r.text)
+  println(r.status + " " + to_string(r.llm.iterations) + " " + r.text)
 }
 """
     )
@@ -86,7 +86,7 @@ pipeline main() {
   llm_mock({text: "still working"})
   llm_mock({text: "Here it is. ##DONE##"})
   let r = agent_loop("t", nil, {provider: "mock", loop_until_done: true})
-  println(r.status + " " + to_string(r.iterations))
+  println(r.status + " " + to_string(r.llm.iterations))
   println(r.visible_text)
   let last = llm_mock_calls()[2].messages
   println(last[len(last) - 1].role + ": " + last[len(last) - 1].content)
@@ -106,11 +106,11 @@ def test_custom_done_sentinel_and_stuck_after_max_nudges(run_harn: RunHarn) -> N
 pipeline main() {
   for i in range(5) { llm_mock({text: "no sentinel here"}) }
   let r = agent_loop("t", nil, {provider: "mock", loop_until_done: true, done_sentinel: "FIN", max_nudges: 2})
-  println(r.status + " " + to_string(r.iterations))
+  println(r.status + " " + to_string(r.llm.iterations))
   llm_mock_clear()
   llm_mock({text: "ok FIN"})
   let r2 = agent_loop("t", nil, {provider: "mock", persistent: true, done_sentinel: "FIN"})
-  println(r2.status + " " + to_string(r2.iterations))
+  println(r2.status + " " + to_string(r2.llm.iterations))
 }
 """
     )
@@ -124,7 +124,7 @@ def test_max_iterations_gives_budget_exhausted(run_harn: RunHarn) -> None:
 pipeline main() {
   for i in range(10) { llm_mock({tool_calls: [{name: "echo", arguments: {text: "again"}}]}) }
   let r = agent_loop("t", nil, {provider: "mock", tools: echo_tools(), max_iterations: 3})
-  println(r.status + " " + to_string(r.iterations) + " " + to_string(len(r.tool_calls)))
+  println(r.status + " " + to_string(r.llm.iterations) + " " + to_string(len(r.tool_calls)))
 }
 """
     )
@@ -144,7 +144,8 @@ pipeline main() {
 }
 """
     )
-    assert lines(out) == ["provider_error overloaded busy 1", "provider_error disabled"]
+    # no flat `iterations` in the result (Harn's v0.8 shape: result.llm.iterations)
+    assert lines(out) == ["provider_error overloaded busy nil", "provider_error disabled"]
 
 
 def test_transcript_records_roles_tool_calls_and_results(run_harn: RunHarn) -> None:
@@ -211,7 +212,7 @@ pipeline main() {
   llm_mock({text: "nothing to do"})
   llm_mock({text: "still idle"})
   let r = agent_loop("watch", nil, {provider: "mock", daemon: true, wake_interval_ms: 5, max_iterations: 2})
-  println(r.status + " " + to_string(r.iterations) + " " + to_string(r.daemon_state))
+  println(r.status + " " + to_string(r.llm.iterations) + " " + to_string(r.daemon_state))
   let audits = transcript_events_by_kind(r.transcript, "tool_call_audit")
   println(len(audits))
   println(audits[0].audit)
@@ -243,7 +244,7 @@ pipeline main() {
   llm_mock({text: "Checking. <tool_call>{\\"name\\": \\"echo\\", \\"arguments\\": {\\"text\\": \\"hi\\"}}</tool_call>"})
   llm_mock({text: "It said hi."})
   let r = agent_loop("go", "You help.", {provider: "mock", tools: echo_tools(), tool_format: "text"})
-  println(r.status + " " + to_string(r.iterations) + " " + r.tool_calls[0].id + " " + r.tool_calls[0].result)
+  println(r.status + " " + to_string(r.llm.iterations) + " " + r.tool_calls[0].id + " " + r.tool_calls[0].result)
   println(r.visible_text)
   let calls = llm_mock_calls()
   println(calls[0].tools == nil)
@@ -258,3 +259,30 @@ pipeline main() {
     assert got[1:3] == ["Checking.", "It said hi."]
     assert got[3:6] == ["true", "true", "user"]
     assert got[6:] == ['<tool_result name="echo" id="text_call_1_1">', "hi", "</tool_result>"]
+
+
+def test_post_turn_callback_injects_and_stops(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        ECHO
+        + """
+pipeline main() {
+  for i in range(5) { llm_mock({tool_calls: [{name: "echo", arguments: {text: "x"}}]}) }
+  let r = agent_loop("t", nil, {provider: "mock", tools: echo_tools(), max_iterations: 5,
+    post_turn_callback: { info ->
+      println(to_string(info.iteration) + ":" + info.tool_results[0].tool_name + ":" + info.tool_results[0].status)
+      if info.iteration == 2 { return {message: "wrap up", stop: true} }
+      return "keep going"
+    }})
+  println(r.status + " " + to_string(r.llm.iterations))
+  println(transcript_messages(r.transcript).filter({ m -> m.role == "user" }).map({ m -> m.content }))
+  println(unwrap_err(try { agent_loop("t", nil, {provider: "mock", post_turn_callback: 3}) }))
+}
+"""
+    )
+    assert lines(out) == [
+        "1:echo:ok",
+        "2:echo:ok",
+        "done 2",
+        "[t, keep going, wrap up]",
+        "agent_loop: post_turn_callback must be a function, got 3",
+    ]

@@ -30,7 +30,7 @@ pipeline main() {
   llm_mock({text: "thinking first", tool_calls: [{name: "checkpoint", arguments: {note: "n1"}}]})
   println("before the loop")
   let r = agent_loop("work, then checkpoint", nil, {provider: "mock", tools: tools(), max_iterations: 2})
-  println("after the loop: " + r.status + " " + to_string(r.iterations))
+  println("after the loop: " + r.status + " " + to_string(r.llm.iterations))
   println(r.tool_calls.map({ c -> c.name + "=" + to_string(c.result) }))
   println(transcript_messages(r.transcript).map({ m -> m.role }))
 }

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.agents.conftest import RunHarn, lines
 
 TOOLS = """
@@ -98,7 +102,7 @@ pipeline main() {
   ]})
   llm_mock({text: "finished"})
   let r = agent_loop("go", nil, {provider: "mock", tools: registry()})
-  println(r.status + " " + to_string(r.iterations))
+  println(r.status + " " + to_string(r.llm.iterations))
   for rec in r.tool_calls {
     println(rec.name + " " + rec.status + " " + to_string(rec?.result ?? rec?.error))
   }
@@ -154,7 +158,11 @@ pipeline main() {
     assert got[2] == "[shout]"
     assert got[3] == "1"
     assert got[4] == "shout deny policy"
-    assert got[5] == ("Error: tool 'shout' is not permitted by the agent policy (allowed: add)")
+    assert json.loads(got[5]) == {  # Harn's structured denial
+        "error": "permission_denied",
+        "tool": "shout",
+        "reason": "tool 'shout' is not permitted by the agent policy (allowed: add)",
+    }
 
 
 def test_denied_tools_option(run_harn: RunHarn) -> None:
@@ -202,3 +210,46 @@ pipeline main() {
     )
     # the default mock answer calls the first tool with placeholder args every turn
     assert lines(out) == ["budget_exhausted", "[shout:ok, shout:ok]"]
+
+
+NATIVE_FALLBACK = """
+tool read(path: string) -> string {
+  description "Read a file."
+  return "read:" + path
+}
+pipeline main() {
+  llm_mock({text: "<tool_call>\\nread({ path: \\"a.rs\\" })\\n</tool_call>"})
+  llm_mock({text: "<tool_call>{\\"name\\": \\"read\\", \\"arguments\\": {\\"path\\": \\"b.rs\\"}}</tool_call>"})
+  llm_mock({text: "finished"})
+  let r = agent_loop("go", nil, {provider: "mock", tools: [read], tool_format: "native",
+    native_tool_fallback: POLICY, max_iterations: 3})
+  println([r.trace.native_text_tool_fallbacks, r.trace.native_text_tool_fallback_rejections])
+  println(transcript_events_by_kind(r.transcript, "native_tool_fallback").map({ e -> e.metadata.accepted }))
+  println(r.tool_calls.map({ c -> c.result }))
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "counts", "accepted", "results"),
+    [
+        ('"allow"', "[2, 0]", "[true, true]", "[read:a.rs, read:b.rs]"),
+        ('"allow_once"', "[2, 1]", "[true, false]", "[read:a.rs]"),
+        ('"reject"', "[1, 1]", "[false]", "[]"),  # a rejected turn has no calls: done
+    ],
+)
+def test_native_tool_fallback_policies(
+    run_harn: RunHarn, policy: str, counts: str, accepted: str, results: str
+) -> None:
+    out, _ = run_harn(NATIVE_FALLBACK.replace("POLICY", policy))
+    assert lines(out) == [counts, accepted, results]
+
+
+def test_native_tool_fallback_rejects_an_unknown_policy(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        'println(unwrap_err(try { agent_loop("go", nil, {provider: "mock", '
+        'native_tool_fallback: "sometimes"}) }))'
+    )
+    assert lines(out) == [
+        'agent_loop: native_tool_fallback must be "allow", "allow_once" or "reject", got sometimes'
+    ]

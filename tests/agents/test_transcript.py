@@ -40,7 +40,8 @@ pipeline main() {
     assert got[3] == (
         "{assistant_message_count: 2, event_count: 5, has_summary: false, message_count: 5, "
         "system_message_count: 1, system_reminder_count: 0, tool_call_count: 1, "
-        "tool_result_message_count: 1, user_message_count: 1}"
+        "tool_result_message_count: 1, user_facing_message_count: 3, user_message_count: 1, "
+        "visible_event_count: 5}"
     )
     assert got[4] == "true"
     assert got[5] == "0 true"
@@ -50,3 +51,153 @@ pipeline main() {
     assert got[11] == "x"
     assert got[12] == "transcript: unknown message role robot"
     assert got[13] == "[]"
+
+
+def test_transcript_lifecycle_and_rendering(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+pipeline main() {
+  let t = add_assistant(add_user(transcript(), "hello"), "hi there")
+  let archived = transcript_archive(t)
+  println(archived.state + " " + transcript_resume(archived).state + " " + transcript_abandon(t).state)
+  println(t.state)
+  println(transcript_render_visible(transcript_resume(archived)))
+  println(transcript_render_full(transcript_resume(archived)))
+  let fresh = transcript_reset({metadata: {source: "test"}})
+  println(to_string(len(transcript_messages(fresh))) + " " + fresh.metadata.source + " " + fresh.state)
+  println(add_message([{role: "user", content: "a"}], "assistant", "b"))
+  println(unwrap_err(try { add_message(t, "robot", "x") }))
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "archived active abandoned"
+    assert got[1] == "active"  # value semantics: the argument is not changed
+    assert got[2:4] == ["user: hello", "assistant: hi there"]
+    assert got[4:8] == [
+        "[public] user: hello",
+        "[public] assistant: hi there",
+        "[internal] transcript archived",
+        "[internal] transcript resumed",
+    ]
+    assert got[8] == "0 test active"
+    assert got[9] == "[{content: a, role: user}, {content: b, role: assistant}]"
+    assert got[10] == "transcript: unknown message role robot"
+
+
+def test_transcript_stats_counts_hand_built_transcripts(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+pipeline main() {
+  let t = {
+    _type: "transcript",
+    messages: [
+      {role: "user", content: "hi"},
+      {role: "assistant", content: "", tool_calls: [{id: "a"}, {id: "b"}]},
+      {role: "tool", content: "ok"},
+      {role: "tool_result", content: "ok"},
+    ],
+    events: [{kind: "message", visibility: "visible"}, {kind: "x", visibility: "hidden"}],
+  }
+  let s = transcript_stats(t)
+  println([s.user_facing_message_count, s.tool_result_message_count, s.tool_call_count, s.visible_event_count])
+  println(transcript_stats(nil).message_count)
+}
+"""
+    )
+    assert lines(out) == ["[2, 2, 2, 1]", "0"]
+
+
+def test_estimate_tokens_and_microcompact(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+pipeline main() {
+  println(estimate_tokens([{role: "user", content: "a".repeat(400)}, {role: "assistant", content: "b".repeat(40)}]))
+  println(microcompact("short", 100))
+  let cut = microcompact("x".repeat(1000), 100)
+  println(cut.contains("[... 900 chars snipped ...]"))
+  println(len(cut) < 200)
+  println(unwrap_err(try { microcompact(3, 10) }))
+}
+"""
+    )
+    assert lines(out) == [
+        "110",
+        "short",
+        "true",
+        "true",
+        "microcompact: text must be a string, got 3",
+    ]
+
+
+def test_transcript_auto_compact_strategies(run_harn: RunHarn) -> None:
+    out, rt = run_harn(
+        """
+pipeline main() {
+  let msgs = [
+    {role: "user", content: "plan"},
+    {role: "assistant", content: "lexer first"},
+    {role: "user", content: "error: boom\\n" + "line\\n".repeat(100)},
+    {role: "assistant", content: "looking"},
+  ]
+  let kept = transcript_auto_compact(msgs, {keep_last: 2})
+  println(len(kept))
+  println(kept[0].content)
+  println(kept[1].content == msgs[2].content)
+  let masked = transcript_auto_compact(msgs, {keep_last: 1, compact_strategy: "observation_mask"})
+  println(masked[0].content.contains("[output masked: "))
+  let custom = transcript_auto_compact(msgs, {keep_last: 1, compact_strategy: "custom",
+    compact_callback: { archived -> {summary: "custom " + to_string(len(archived))} }})
+  println(custom[0].content)
+  llm_mock({text: "model summary"})
+  let by_model = transcript_auto_compact(msgs, {keep_last: 3, provider: "mock"})
+  println(by_model[0].content)
+  println(transcript_auto_compact(msgs, {keep_last: 10}) == msgs)
+  println(unwrap_err(try { transcript_auto_compact(msgs, {compact_strategy: "magic"}) }))
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "3"
+    assert got[1:3] == ["[auto-compacted 2 older messages]", "- user: plan"]
+    assert got[3] == "- assistant: lexer first"
+    assert got[4] == "true"
+    assert got[5] == "true"
+    assert got[6:8] == ["[auto-compacted 3 older messages]", "custom 3"]
+    assert got[8:10] == ["[auto-compacted 1 older messages]", "model summary"]
+    assert got[10] == "true"
+    assert got[11].startswith("transcript_auto_compact: unknown compact_strategy magic")
+
+
+def test_agent_loop_compacts_past_its_threshold(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+tool probe(path: string) -> string {
+  description "Probe."
+  return "probed " + path
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "c1", name: "probe", arguments: {path: "a"}}]})
+  llm_mock({tool_calls: [{id: "c2", name: "probe", arguments: {path: "b"}}]})
+  llm_mock({text: "done"})
+  let r = agent_loop("go", nil, {provider: "mock", tools: [probe], compact_threshold: 1,
+    compact_keep_last: 1, compact_strategy: "custom",
+    compact_callback: { archived -> {summary: "folded " + to_string(len(archived))} }})
+  println(r.status)
+  println(transcript_summary(r.transcript))
+  let ev = transcript_events_by_kind(r.transcript, "compaction")
+  println(ev.map({ e -> e.archived }))
+  println(transcript_messages(r.transcript)[0].content.starts_with("[auto-compacted"))
+  let quiet = agent_loop("go", nil, {provider: "mock", compaction: "none"})
+  println(len(transcript_events_by_kind(quiet.transcript, "compaction")))
+  println(unwrap_err(try { agent_loop("go", nil, {provider: "mock", compaction: "magic"}) }))
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "done"
+    assert got[1] == "folded 3"  # the last compaction folded the previous summary too
+    assert got[2] == "[1, 3]"  # a tool result stays with the call that asked for it
+    assert got[3] == "true"
+    assert got[4] == "0"
+    assert got[5].startswith("agent_loop: unknown compaction strategy magic")

@@ -323,3 +323,55 @@ pipeline main() {
         setup=setup,
     )
     assert seen == ["WorkerSpawned:running", "WorkerCompleted:completed"]
+
+
+def test_background_sub_agent_result_is_the_envelope_and_token_budget(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+tool search(query: string) -> string {
+  description "Search."
+  return "found " + query
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "b1", name: "search", arguments: {query: "q"}}], input_tokens: 20, output_tokens: 12})
+  let env = sub_agent_run("go", {provider: "mock", tools: [search], max_iterations: 3, token_budget: 8})
+  println([env.ok, env.status, env.budget_exceeded, env.tokens_used])
+  llm_mock({text: "background summary"})
+  let h = sub_agent_run("bg", {provider: "mock", background: true})
+  let done = wait_agent(h)
+  println([done.status, done.result.ok, done.result.summary, done.result.budget_exceeded])
+  println(done.result.error)
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "[false, budget_exhausted, true, 32]"
+    assert got[1] == "[completed, true, background summary, false]"
+    assert got[2] == "nil"
+
+
+def test_worker_request_and_provenance(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+import "std/agents"
+pipeline main() {
+  llm_mock({text: "first"})
+  let h = sub_agent_run("Investigate", {provider: "mock", background: true,
+    request: {topic: "t"}, research_questions: ["q1"], action_items: [{id: "a1"}],
+    workflow_stages: ["research", "implement"], verification_steps: ["make test"]})
+  println([worker_request(h).payload.topic, worker_research_questions(h), worker_action_items(h)[0].id])
+  println([worker_workflow_stages(h), worker_verification_steps(h)])
+  let done = wait_agent(h)
+  println([worker_provenance(done).worker_id == done.id, worker_result(done).summary])
+  llm_mock({text: "second"})
+  let again = wait_agent(send_input(done, "Follow up"))
+  println([again.task, worker_request(again).task])
+}
+"""
+    )
+    assert lines(out) == [
+        "[t, [q1], a1]",
+        "[[research, implement], [make test]]",
+        "[true, first]",
+        "[Follow up, Investigate]",
+    ]

@@ -1,7 +1,8 @@
 """Loud failures of root agent loops end to end (issue 14 point 2): a root ``agent_loop``
 that ends in a provider error, a budget or a refused tool says so on stderr in one line,
 and ``harnpy run`` exits 1 when such a loop failed unless the program read the result's
-``status`` or ``error`` (the rule of :mod:`harnpy.runtime.outcomes`)."""
+``status``, ``error``, ``tools`` or ``transcript`` (the rule of
+:mod:`harnpy.runtime.outcomes`)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def test_an_unchecked_provider_error_is_reported_and_exits_1(tmp_path: Path) -> 
         'let s = r["status"]',
         "let e = r?.error",
         'fn failed(res) { return res.status == "provider_error" }\n  println(failed(r))',
+        "let rejected = r?.tools?.rejected",
+        "let t = r.transcript",
     ],
 )
 def test_reading_status_or_error_takes_charge_of_the_failure(tmp_path: Path, check: str) -> None:
@@ -60,6 +63,27 @@ def test_reading_status_or_error_takes_charge_of_the_failure(tmp_path: Path, che
     assert r.returncode == 0, r.stderr
     assert len(_loop_lines(r.stderr)) == 1  # still said once
     assert "harnpy run: error" not in r.stderr
+
+
+def test_reading_only_the_answer_does_not_take_charge(tmp_path: Path) -> None:
+    r = _run(tmp_path, PROVIDER_ERROR.replace("CHECK", "let t = r.text + r.visible_text"))
+    assert r.returncode == 1
+    assert "harnpy run: error: the agent_loop at main.harn:4 ended with provider_error" in (
+        r.stderr
+    )
+
+
+def test_reading_a_sub_agent_envelope_takes_charge(tmp_path: Path) -> None:
+    source = """
+llm_mock({error: {category: "rate_limit", message: "slow down"}})
+let env = sub_agent_run("hi", {provider: "mock", llm_retries: 0})
+CHECK
+"""
+    unchecked = _run(tmp_path, source.replace("CHECK", 'println("no look")'))
+    assert unchecked.returncode == 1, unchecked.stderr
+    checked = _run(tmp_path, source.replace("CHECK", "println(env.ok)"))
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout == "false\n"
 
 
 def test_a_loop_that_completes_prints_nothing_extra(tmp_path: Path) -> None:

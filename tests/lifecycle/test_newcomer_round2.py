@@ -62,7 +62,7 @@ def test_max_iterations_zero_ends_before_any_model_call(run_harn: RunHarn) -> No
     out, _ = run_harn(
         """
 const r = agent_loop("x", nil, {provider: "mock", max_iterations: 0})
-println(r.status + " " + to_string(r.iterations) + " " + to_string(len(llm_mock_calls())))
+println(r.status + " " + to_string(r.llm.iterations) + " " + to_string(len(llm_mock_calls())))
 """
     )
     assert lines(out) == ["budget_exhausted 0 0"]

@@ -25,7 +25,7 @@ pipeline main() {
   llm_mock({tool_calls: [{id: "b", name: "note", arguments: {text: "two"}}]})
   llm_mock({text: "done"})
   const r = agent_loop("go", nil, {provider: "mock", tools: tools(">"), max_iterations: 5})
-  println(r.status + " " + to_string(r.iterations))
+  println(r.status + " " + to_string(r.llm.iterations))
   println(r.tool_calls.map({ c -> c.result }))
 }
 """,

@@ -1,0 +1,309 @@
+"""Context-size helpers and transcript compaction (Harn ``llm/agent_loop.md``, "Agent-loop
+compaction"; ``builtins.md``, transcript lifecycle).
+
+* ``estimate_tokens(messages)``: the characters of the messages' contents / 4 (the usual
+  rough estimate; no tokenizer).
+* ``microcompact(text, max_chars)``: a text over ``max_chars`` characters keeps its head
+  and tail with a ``[... N chars snipped ...]`` marker between them.
+* ``transcript_auto_compact(messages, options?)``: the agent-loop compaction pipeline over
+  a message list: the older messages (all but ``keep_last``, default 12) are replaced by one
+  user message ``[auto-compacted N older messages]`` followed by their summary. Strategies
+  (``compact_strategy`` / ``strategy``): ``truncate`` (a deterministic digest of the older
+  messages, the default), ``observation_mask`` (the digest with long tool / user outputs
+  masked to their first line), ``custom`` (``compact_callback(archived)`` returns a string
+  or ``{summary}``; runs as an ordinary Harn call), ``llm`` (asks the model named by
+  ``provider`` / ``model`` for the summary; the default when a ``provider`` is given).
+
+The Harn side (the callback and the model call) lives in ``std/agent/_compact``; the
+builtin pushes it as a frame of the calling thread, so nothing here holds state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnpy.lifecycle._common import require_instruction_call, thrown
+from harnpy.lifecycle.transcript import content_text, is_transcript
+from harnpy.runtime.display import display
+from harnpy.runtime.errors import runtime_error
+from harnpy.stdlib.registry import builtin
+
+DEFAULT_KEEP_LAST = 12
+MASK_OVER_CHARS = 200
+STRATEGIES = ("truncate", "observation_mask", "custom", "llm")
+COMPACT_MODULE = "std/agent/_compact"
+
+
+def estimate(messages: Any) -> int:
+    """Estimated tokens of a message list, a transcript or a string (characters / 4)."""
+    if is_transcript(messages):
+        messages = messages.get("messages") or []
+    if type(messages) is str:
+        return len(messages) // 4
+    if type(messages) is not list:
+        return 0
+    chars = 0
+    for m in messages:
+        if type(m) is dict:
+            chars += len(content_text(m.get("content")))
+        elif type(m) is str:
+            chars += len(m)
+    return chars // 4
+
+
+def snip(text: str, max_chars: int) -> str:
+    """``text`` cut to about ``max_chars`` characters around a ``snipped`` marker."""
+    if len(text) <= max_chars:
+        return text
+    keep = max(0, max_chars // 2)
+    dropped = len(text) - 2 * keep
+    return f"{text[:keep]}\n[... {dropped} chars snipped ...]\n{text[len(text) - keep :]}"
+
+
+@builtin("estimate_tokens")
+def estimate_tokens(thread: Any, messages: Any = None) -> int:
+    """``estimate_tokens(messages)``: estimated tokens (content characters / 4) of a
+    message list, a transcript or a string; 0 for anything else."""
+    return estimate(messages)
+
+
+@builtin("microcompact")
+def microcompact(thread: Any, text: Any = None, max_chars: Any = None) -> str:
+    """``microcompact(text, max_chars)``: ``text`` unchanged when it has at most
+    ``max_chars`` characters (default 20,000), else its head and tail joined by ``[... N
+    chars snipped ...]``. Throws for a non-string text or a negative ``max_chars``."""
+    if type(text) is not str:
+        raise thrown(f"microcompact: text must be a string, got {display(text)}")
+    limit = 20000 if max_chars is None else max_chars
+    if type(limit) is not int or limit < 0:
+        raise thrown("microcompact: max_chars must be a non-negative int")
+    return snip(text, limit)
+
+
+def _role(m: Any) -> Any:
+    return m.get("role") if type(m) is dict else None
+
+
+def digest(messages: list[Any], mask: bool) -> str:
+    """A deterministic summary of ``messages``: one ``role: text`` line each (cut to 160
+    characters; with ``mask``, an output over 200 characters is masked to its first
+    line)."""
+    lines = []
+    for m in messages:
+        if type(m) is not dict:
+            continue
+        text = content_text(m.get("content"))
+        if mask and m.get("role") in ("tool", "user") and len(text) > MASK_OVER_CHARS:
+            first = text.split("\n", 1)[0]
+            text = f"{first} [output masked: {len(text)} chars]"
+        elif len(text) > 160:
+            text = text[:157] + "..."
+        lines.append(f"- {m.get('role')}: {text}")
+    return "\n".join(lines)
+
+
+@builtin("__compact_plan")
+def compact_plan(thread: Any, messages: Any = None, options: Any = None) -> dict[str, Any]:
+    """``__compact_plan(messages, options)``: ``{strategy, archived, kept, summary?}`` —
+    the split of ``messages`` and, for ``truncate`` / ``observation_mask``, the summary
+    (``std/agent/_compact`` finishes ``custom`` and ``llm``). Throws for a bad option."""
+    if is_transcript(messages):
+        messages = messages.get("messages") or []
+    if type(messages) is not list:
+        raise thrown("transcript_auto_compact: messages must be a list of messages")
+    opts = options if type(options) is dict else {}
+    if options is not None and type(options) is not dict:
+        raise thrown("transcript_auto_compact: options must be a dict")
+    keep = opts.get("keep_last", opts.get("compact_keep_last", DEFAULT_KEEP_LAST))
+    if type(keep) is not int or keep < 0:
+        raise thrown("transcript_auto_compact: keep_last must be a non-negative int")
+    strategy = opts.get("compact_strategy", opts.get("strategy"))
+    if strategy is None:
+        strategy = "llm" if opts.get("provider") is not None else "truncate"
+    if strategy not in STRATEGIES:
+        raise thrown(
+            f"transcript_auto_compact: unknown compact_strategy {display(strategy)}; expected "
+            + ", ".join(STRATEGIES)
+        )
+    if strategy == "custom" and opts.get("compact_callback") is None:
+        raise thrown('transcript_auto_compact: compact_strategy "custom" needs compact_callback')
+    cut = max(0, len(messages) - keep)
+    while 0 < cut < len(messages) and _role(messages[cut]) == "tool":
+        cut -= 1  # a tool result stays with the assistant message that called it
+    archived, kept = messages[:cut], messages[cut:]
+    plan: dict[str, Any] = {"strategy": strategy, "archived": archived, "kept": kept}
+    if strategy in ("truncate", "observation_mask"):
+        plan["summary"] = digest(archived, strategy == "observation_mask")
+    return plan
+
+
+@builtin("__compact_join")
+def compact_join(thread: Any, plan: Any = None, summary: Any = None) -> list[Any]:
+    """``__compact_join(plan, summary)``: the compacted message list — one user message
+    ``[auto-compacted N older messages]`` with ``summary`` (a string, or a dict's
+    ``summary``), then the kept messages; the list unchanged when nothing was archived."""
+    if type(plan) is not dict:
+        raise runtime_error("internal: __compact_join needs a plan")
+    archived, kept = plan.get("archived") or [], plan.get("kept") or []
+    if not archived:
+        return list(kept)
+    text = summary if type(summary) is str else ("" if summary is None else display(summary))
+    head = f"[auto-compacted {len(archived)} older messages]"
+    return [{"role": "user", "content": f"{head}\n{text}" if text else head}, *kept]
+
+
+@builtin("transcript_auto_compact", control=True)
+def transcript_auto_compact(thread: Any, messages: Any = None, options: Any = None) -> Any:
+    """``transcript_auto_compact(messages, options?)``: the message list with all but the
+    last ``keep_last`` (default 12) messages folded into one ``[auto-compacted N older
+    messages]`` user message (module docstring: strategies ``truncate``,
+    ``observation_mask``, ``custom`` with ``compact_callback``, ``llm`` with ``provider``).
+    Throws for a bad option; a failing callback or model call propagates."""
+    require_instruction_call(thread, "transcript_auto_compact")
+    from harnpy.lifecycle._common import push_call
+
+    push_call(
+        thread, std_function(thread.runtime, COMPACT_MODULE, "__auto_compact"), [messages, options]
+    )
+    return None
+
+
+def std_function(runtime: Any, module: str, name: str) -> Any:
+    """The closure ``name`` defined at the top level of the bundled std module ``module``
+    (loaded on first use, like an import).
+
+    Raises:
+        HarnRuntimeError: the module has no such function (an internal error).
+    """
+    from harnpy.runtime.modules import resolve_import
+
+    mod = runtime.modules.get(module)
+    if mod is None:
+        key, path = resolve_import(module, None)  # type: ignore[arg-type]
+        mod = runtime.import_module(key, path)
+    fn = mod.globals.get(name)
+    if fn is None:
+        raise runtime_error(f"internal: {module} has no function {name}")
+    return fn
+
+
+# ------------------------------------------------------------ agent-loop compaction policy
+
+#: Default estimated-token threshold of agent-loop compaction (Harn lowers it from the
+#: model's context window when it knows it; harnpy uses this fixed value).
+DEFAULT_LOOP_THRESHOLD = 96_000
+#: Loop strategies (Harn ``compaction``) -> the pipeline strategy that runs them.
+LOOP_STRATEGIES = {
+    "truncate": "truncate",
+    "observation_mask": "observation_mask",
+    "custom": "custom",
+    "llm": "llm",
+    "summarize_middle": "llm",
+    "summarize_all": "llm",
+    "hybrid": "llm",
+}
+
+
+def loop_policy(opts: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """The compaction policy of an ``agent_loop`` (None: off): ``compaction`` (``"none"`` /
+    ``false`` off, a strategy name, or ``{strategy, keep_last_n}``; default ``hybrid``
+    keeping 10), ``auto_compact``, ``compact_threshold`` (estimated tokens, default
+    96,000), ``compact_keep_last``, ``compact_strategy``, ``compact_callback``.
+
+    Raises:
+        HarnThrow: for an unknown strategy or a bad number.
+    """
+    spec = opts.get("compaction")
+    if spec is False or spec == "none":
+        return None
+    strategy: Any = "hybrid"
+    keep: Any = 10
+    if type(spec) is str:
+        strategy = spec
+    elif type(spec) is dict:
+        strategy = spec.get("strategy", strategy)
+        keep = spec.get("keep_last_n", spec.get("keep_last", keep))
+    elif spec is not None and spec is not True:
+        raise thrown(f"{where}: compaction must be a strategy name, a dict, true or false")
+    if opts.get("compact_strategy") is not None:
+        strategy = opts["compact_strategy"]
+    if opts.get("compact_keep_last") is not None:
+        keep = opts["compact_keep_last"]
+    if strategy not in LOOP_STRATEGIES:
+        raise thrown(
+            f"{where}: unknown compaction strategy {display(strategy)}; expected "
+            + ", ".join(LOOP_STRATEGIES)
+        )
+    threshold = opts.get("compact_threshold", DEFAULT_LOOP_THRESHOLD)
+    for name, v in (("compact_keep_last", keep), ("compact_threshold", threshold)):
+        if type(v) is not int or v < 0:
+            raise thrown(f"{where}: {name} must be a non-negative int")
+    engine = LOOP_STRATEGIES[str(strategy)]
+    if engine == "custom" and opts.get("compact_callback") is None:
+        raise thrown(f'{where}: compaction strategy "custom" needs compact_callback')
+    return {
+        "strategy": strategy,
+        "engine": engine,
+        "keep_last": keep,
+        "threshold": threshold,
+        "callback": opts.get("compact_callback"),
+    }
+
+
+@builtin("__agent_compaction_plan")
+def agent_compaction_plan(thread: Any, st: Any = None) -> Any:
+    """``__agent_compaction_plan(st)``: nil when the loop need not compact before its next
+    model call, else ``{messages, options, before}`` for ``std/agent/_compact``."""
+    if type(st) is not dict:
+        return None
+    policy = st.get("compaction")
+    if type(policy) is not dict or st.get("iteration", 0) >= st.get("max_iterations", 0):
+        return None  # off, or no model call follows (the loop ends on its budget)
+    msgs = (st.get("transcript") or {}).get("messages") or []
+    before = estimate(msgs)
+    if before <= policy["threshold"] or len(msgs) <= policy["keep_last"]:
+        return None
+    options: dict[str, Any] = {
+        "keep_last": policy["keep_last"],
+        "compact_strategy": policy["engine"],
+        "compact_callback": policy["callback"],
+    }
+    llm = st.get("llm_options") or {}
+    for key in ("provider", "model", "base_url", "api_key"):
+        if llm.get(key) is not None:
+            options[key] = llm[key]
+    return {"messages": msgs, "options": options, "before": before}
+
+
+@builtin("__agent_apply_compaction")
+def agent_apply_compaction(thread: Any, st: Any = None, plan: Any = None, out: Any = None) -> Any:
+    """``__agent_apply_compaction(st, plan, out)``: the state with the compacted messages,
+    the transcript ``summary`` and a ``compaction`` event ``{strategy, engine_strategy,
+    archived, estimated_tokens_before, estimated_tokens_after}``."""
+    from harnpy.lifecycle.services import services
+    from harnpy.lifecycle.transcript import append_event
+
+    if type(st) is not dict or type(out) is not dict or not out.get("archived"):
+        return st
+    t = st["transcript"]
+    msgs = out.get("messages") or []
+    summary = out.get("summary")
+    t = {
+        **t,
+        "messages": list(msgs),
+        "summary": summary if type(summary) is str else t.get("summary"),
+    }
+    event = {
+        "kind": "compaction",
+        "visibility": "internal",
+        "strategy": st["compaction"]["strategy"],
+        "engine_strategy": out.get("strategy"),
+        "archived": out.get("archived"),
+        "estimated_tokens_before": plan.get("before") if type(plan) is dict else None,
+        "estimated_tokens_after": estimate(msgs),
+    }
+    t = append_event(t, event)
+    svc = services(thread.runtime)
+    svc.emit_session_event(st.get("session_id"), {"type": "transcript_compacted", **event})
+    svc.sessions[st["session_id"]] = t
+    return {**st, "transcript": t}
