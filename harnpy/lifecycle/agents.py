@@ -289,6 +289,13 @@ def new_state(
         "model": None,
         "provider": None,
     }
+    from harnpy.lifecycle import tool_search
+
+    search = tool_search.loop_state(opts, entries)
+    if search is not None:
+        st["tool_search"] = search
+    elif opts.get("tool_search") is not None:
+        st["llm_options"]["tool_search"] = opts["tool_search"]  # native: the request carries it
     svc.sessions[session_id] = t
     return st
 
@@ -355,8 +362,14 @@ def agent_llm_turn(thread: Any, st: Any = None) -> Any:
         body = "\n\n".join(str(r.get("body", "")) for r in reminders)
         messages.append({"role": "user", "content": body})
     opts: dict[str, Any] = {**st["llm_options"], "messages": messages}
-    wire = wire_tools(st["tools"])
+    from harnpy.lifecycle import tool_search
+
+    search = st.get("tool_search")
+    wire = wire_tools(tool_search.offered(st["tools"], search))
     system = st["system"]
+    if search is not None:
+        listing = tool_search.system_text(st["tools"], search)
+        system = f"{system}\n\n{listing}" if system else listing
     if wire:
         opts["tools"] = wire
         opts["tool_format"] = st["tool_format"]
@@ -463,9 +476,14 @@ def agent_prepare_calls(thread: Any, st: Any = None) -> list[dict[str, Any]]:
     the ``HARN-SUS-002``/``HARN-SUS-005`` diagnostic and the failing argument path."""
     st = _check_state(st, "__agent_prepare_calls")
     out = []
+    search = st.get("tool_search")
     for call in st["pending_calls"]:
         if call.get("name") == PARK_TOOL:
             out.append(_prepare_park(call))
+        elif search is not None and call.get("name") == search["config"]["name"]:
+            from harnpy.lifecycle.tool_search import prepare_search
+
+            out.append(prepare_search(call))
         else:
             out.append(prepare_call(st["tools"], st["policy"], call))
     return out
@@ -586,6 +604,11 @@ def agent_tool_done(
     on); rejections give ``rejected`` (``denied`` for policy denials)."""
     st = _check_state(st, "__agent_tool_done")
     rt = thread.runtime
+    if prep.get("tool_search") is True and st.get("tool_search") is not None:
+        from harnpy.lifecycle.tool_search import apply_search
+
+        st, outcome = apply_search(st, prep, lambda t, ev: _emit(rt, st, t, ev))
+        services(rt).sessions[st["session_id"]] = st["transcript"]
     t = st["transcript"]
     if prep.get("action") == "dispatch":
         ok, value = outcome_of(outcome)

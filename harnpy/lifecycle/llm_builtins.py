@@ -115,9 +115,14 @@ def build(prompt: Any, system: Any, options: Any, where: str = "llm_call") -> An
     if system is not None and type(system) is not str:
         raise thrown(f"{where}: system must be a string or nil")
     try:
-        return build_request(prompt, system, options, where=where)
+        request = build_request(prompt, system, options, where=where)
     except LlmError as exc:
         raise HarnThrow(llm_error_value(exc)) from None
+    if options is not None and options.get("tool_search") is not None:
+        from harnpy.lifecycle import tool_search
+
+        request = tool_search.apply_to_request(request, options, where)
+    return request
 
 
 def _blocks(text: str, tag: re.Pattern[str]) -> list[tuple[int, int, int, int]]:

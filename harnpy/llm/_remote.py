@@ -125,6 +125,12 @@ class RemoteProvider:
                 ``malformed_response`` at once.
         """
         ensure_calls_enabled(self.name, self.env)
+        if request.tool_payload is not None:
+            raise LlmError(
+                CONFIG,
+                f"{self.name}: native tool search payloads are not sent by harnpy's client yet; "
+                'use tool_search mode: "client"',
+            )
         settings = self.settings(request)
         client = self._client(settings)
 

@@ -353,7 +353,9 @@ class MockProvider:
                     {
                         "messages": messages,
                         "system": request.system,
-                        "tools": [t.to_dict() for t in tools] if tools else None,
+                        "tools": request.tool_payload
+                        if request.tool_payload is not None
+                        else ([t.to_dict() for t in tools] if tools else None),
                         "thinking": request.thinking,
                     }
                 )

@@ -191,6 +191,11 @@ class LlmRequest:
     provider: str | None = None
     tools: list[ToolSpec] | None = None
     tool_format: Literal["native", "text"] | None = None
+    #: The provider-shaped tools array of a native tool search (``tool_search`` with mode
+    #: native: a search meta-tool then the tools with ``defer_loading``), sent instead of
+    #: ``tools``; None otherwise (harnpy/lifecycle/tool_search.py). Not dumped (nor is
+    #: ``api_key``).
+    tool_payload: list[dict[str, Any]] | None = attrs.field(default=None, metadata={"dump": False})
     temperature: float | None = None
     max_tokens: int | None = None
     response_format: Literal["text", "json"] | None = None
