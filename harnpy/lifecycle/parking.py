@@ -184,13 +184,18 @@ def cancel_wait(runtime: Any, rec: WorkerRecord, reason: str = "resumed") -> Non
 def _store_call(runtime: Any, origin: dict[str, Any], op: str, reason: str = "") -> bool:
     """``cancel`` / ``reopen`` durable wait ``origin`` (``{id, store}``) in its store (the
     recorded file, else the configured one); problems are warnings, never errors."""
-    from harnpy.lifecycle.triggers.store import StoreError, configured_store_path, open_store
+    from harnpy.lifecycle.triggers.store import (
+        StoreError,
+        configured_store_path,
+        is_sqlite_path,
+        open_store,
+    )
 
     try:
         path = origin.get("store") or configured_store_path(
             getattr(runtime, "wait_store_path", None)
         )
-        if not path or not os.path.exists(path):
+        if not path or (is_sqlite_path(path) and not os.path.exists(path)):
             return False
         store = open_store(path)
         try:

@@ -313,7 +313,7 @@ pipeline main() {
     assert r.returncode == 0, r.stderr
     assert _snap_status(snap) == "completed"
     # make the timeout due now (instead of waiting an hour)
-    db = sqlite3.connect(tmp_path / ".harn" / "waits.sqlite3")
+    db = sqlite3.connect(tmp_path / ".harn" / "harnpy.sqlite3")
     for wid, record in list(db.execute("SELECT id, record FROM waits")):
         rec = json.loads(record)
         rec["deadline_ms"] = 1
@@ -348,7 +348,7 @@ pipeline main() {
     snap = tmp_path / first.stdout.strip()
     r = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=env)
     assert r.returncode == 3, r.stderr  # parked again, waiting for k2
-    db = sqlite3.connect(tmp_path / ".harn" / "waits.sqlite3")
+    db = sqlite3.connect(tmp_path / ".harn" / "harnpy.sqlite3")
     for wid, record in list(db.execute("SELECT id, record FROM waits")):
         rec = json.loads(record)
         if rec.get("kind") == "k1":  # the first park's timeout comes due

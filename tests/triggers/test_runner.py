@@ -182,10 +182,10 @@ def test_timeout_fail_marks_the_snapshot_failed(tmp_path: Path) -> None:
     assert doc["status"] == "failed" and "timeout" in doc["error"] and doc["suspension"] is None
 
 
-def test_event_posted_by_another_process_wakes_the_wait(tmp_path: Path) -> None:
+def test_event_posted_by_another_process_wakes_the_wait(store_url: str) -> None:
     clock = Clock()
     clock.set(NOW)
-    path = str(tmp_path / "w.db")
+    path = store_url  # the one store, on each backend
     d = TriggerDispatcher(clock=clock, store=open_store(path))
     h = d.register_resume_wait("w", {"on_event": "deploy.done"}, durable=True)
     assert h is not None

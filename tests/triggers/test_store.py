@@ -1,5 +1,6 @@
-"""The SQLite wait store: exclusive claims across connections and processes, leases,
-resume receipts, events, configuration."""
+"""The wait store as the trigger layer opens it (the one store, :mod:`harnpy.store`):
+exclusive claims across connections and processes, leases (in the store clock), resume
+receipts, events, configuration."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def test_claims_are_exclusive_across_connections(tmp_path: Path) -> None:
     ca = a.claim("w1", "runner-a", NOW, 1_000)
     assert ca is not None and ca.record.status == "claimed"
     assert b.claim("w1", "runner-b", NOW + 500, 1_000) is None  # lease still live
+    b.clock_offset_ms = 1_500  # the store clock moves past runner-a's lease
     cb = b.claim("w1", "runner-b", NOW + 1_001, 1_000)  # runner-a's lease expired
     assert cb is not None and cb.previous_token == ca.token
     # the old holder lost every right: no receipt, no completion, no renewal
@@ -56,6 +58,7 @@ def test_receipt_is_inserted_once(tmp_path: Path) -> None:
     assert s.begin_resume("w1", c.token, NOW, {"n": 1})
     assert not s.begin_resume("w1", c.token, NOW, {"n": 2})
     # after a takeover the new holder sees the receipt and must not resume again
+    s.clock_offset_ms = 2_000
     c2 = s.claim("w1", "r2", NOW + 2_000, 1_000)
     assert c2 is not None and not s.begin_resume("w1", c2.token, NOW + 2_000)
     rc = s.receipt("w1")
@@ -122,8 +125,8 @@ RACER = textwrap.dedent(
 )
 
 
-def test_claims_are_exclusive_across_processes(tmp_path: Path) -> None:
-    path = str(tmp_path / "w.db")
+def test_claims_are_exclusive_across_processes(tmp_path: Path, store_url: str) -> None:
+    path = store_url
     s = open_store(path)
     n = 40
     for i in range(n):
@@ -143,18 +146,31 @@ def test_claims_are_exclusive_across_processes(tmp_path: Path) -> None:
 def test_store_paths(tmp_path: Path) -> None:
     assert resolve_store_path(None) is None
     assert resolve_store_path("  ") is None
-    assert resolve_store_path("default", str(tmp_path)) == str(tmp_path / ".harn/waits.sqlite3")
+    assert resolve_store_path("default", str(tmp_path)) == str(tmp_path / ".harn/harnpy.sqlite3")
     assert resolve_store_path("sqlite:///tmp/x.db") == "/tmp/x.db"
     assert resolve_store_path("sqlite:rel.db", str(tmp_path)) == str(tmp_path / "rel.db")
-    assert resolve_store_path(str(tmp_path)) == str(tmp_path / "waits.sqlite3")
-    with pytest.raises(StoreError, match="PostgreSQL"):
-        resolve_store_path("postgres://db/harn")
-    with pytest.raises(StoreError, match="unsupported store URL"):
+    assert resolve_store_path(str(tmp_path)) == str(tmp_path / "harnpy.sqlite3")
+    assert resolve_store_path("postgres://db/harn") == "postgres://db/harn"
+    assert resolve_store_path(f"directory:{tmp_path}") is None  # snapshots only, no waits
+    with pytest.raises(StoreError, match="unknown scheme"):
         resolve_store_path("redis://x")
+
+
+def test_the_default_store_is_the_legacy_wait_file_when_only_that_exists(tmp_path: Path) -> None:
+    legacy = tmp_path / ".harn" / "waits.sqlite3"
+    legacy.parent.mkdir()
+    s = open_store(str(legacy))  # a store at the old default path, migrated in place
+    s.add(due_wait("w1"))
+    s.close()
+    assert resolve_store_path("default", str(tmp_path)) == str(legacy)
+    got = open_store(resolve_store_path("default", str(tmp_path)) or "").get("w1")
+    assert got is not None and got.worker_id == "worker_w1"
+    (tmp_path / ".harn" / "harnpy.sqlite3").touch()  # once the new file exists it wins
+    assert resolve_store_path("default", str(tmp_path)) == str(tmp_path / ".harn/harnpy.sqlite3")
 
 
 def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.sqlite3"
     bad.write_text("this is not a database\n")
-    with pytest.raises(StoreError, match="bad.sqlite3.*not a usable wait store"):
+    with pytest.raises(StoreError, match="bad.sqlite3 is not an SQLite database"):
         open_store(str(bad))

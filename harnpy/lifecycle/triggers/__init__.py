@@ -82,6 +82,10 @@ def cloud_session_id(runtime: Any = None) -> str | None:
             backend.
     """
     from harnpy.lifecycle.triggers.store import configured_store_path
+    from harnpy.store.url import parse_store_url
 
     path = configured_store_path(getattr(runtime, "wait_store_path", None))
-    return f"harnpy-store:{path}" if path else None
+    if not path:
+        return None
+    url = parse_store_url(path)
+    return f"harnpy-store:{url.display if url is not None else path}"

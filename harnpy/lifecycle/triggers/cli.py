@@ -13,7 +13,8 @@ store; lifecycle.md §9, §10).
 * ``harnpy workers close ID`` — cancel the wait and rewrite the worker snapshot's status to
   ``cancelled`` (atomically) when the file exists.
 
-The store is ``--store PATH``, else ``HARNPY_STORE``, else ``.harn/waits.sqlite3``.
+The store is ``--store URL``, else ``HARNPY_STORE``, else ``.harn/harnpy.sqlite3``
+(:mod:`harnpy.lifecycle.triggers.store`; SQLite or PostgreSQL).
 Exit status: 0 done, 1 not found / refused / resume failed, 2 usage or store error.
 """
 
@@ -27,7 +28,11 @@ from typing import Any
 def add_subparsers(sub: Any) -> None:
     """Add ``worker`` and ``workers`` to the ``harnpy`` subcommand parser ``sub``."""
     store_opt = argparse.ArgumentParser(add_help=False)
-    store_opt.add_argument("--store", metavar="PATH", help="wait store (default: HARNPY_STORE)")
+    store_opt.add_argument(
+        "--store",
+        metavar="URL",
+        help="store: sqlite:///PATH or postgresql://... (default: HARNPY_STORE)",
+    )
 
     w = sub.add_parser(
         "worker", parents=[store_opt], help="resume due parked workers from the wait store"
@@ -62,8 +67,6 @@ class UsageError(Exception):
 def main(args: argparse.Namespace) -> int:
     """Dispatch ``worker`` / ``workers`` commands; returns the exit status (2 for a usage
     error or a store that cannot be opened or read, with a one-line message naming it)."""
-    import sqlite3
-
     from harnpy.lifecycle.triggers.store import StoreError
 
     if args.command == "workers":
@@ -84,8 +87,8 @@ def main(args: argparse.Namespace) -> int:
     except UsageError as e:
         sys.stderr.write(f"harnpy: {e}\n")
         return 2
-    except (sqlite3.Error, StoreError) as e:
-        sys.stderr.write(f"harnpy: wait store {store.location}: {e}\n")
+    except StoreError as e:
+        sys.stderr.write(f"harnpy: {e}\n")
         return 2
     finally:
         store.close()
@@ -108,11 +111,9 @@ def _dispatch(args: argparse.Namespace, store: Any) -> int:
 
 
 def _store_path(option: str | None) -> str:
-    import os
+    from harnpy.lifecycle.triggers.store import configured_store_path, default_store_path
 
-    from harnpy.lifecycle.triggers.store import DEFAULT_STORE_RELPATH, configured_store_path
-
-    return configured_store_path(option) or os.path.join(os.getcwd(), DEFAULT_STORE_RELPATH)
+    return configured_store_path(option) or default_store_path()
 
 
 def _open(option: str | None) -> Any:
@@ -126,13 +127,13 @@ def _missing_store(option: str | None) -> str | None:
     that is not a path, or an existing file)."""
     import os
 
-    from harnpy.lifecycle.triggers.store import StoreError
+    from harnpy.lifecycle.triggers.store import StoreError, is_sqlite_path
 
     try:
         path = _store_path(option)
     except StoreError:
         return None  # reported by _open with its own message
-    return None if os.path.exists(path) else path
+    return None if not is_sqlite_path(path) or os.path.exists(path) else path
 
 
 def _no_store(args: argparse.Namespace, path: str) -> int:

@@ -45,7 +45,8 @@ from harnpy.lifecycle.triggers.dispatcher import (
     cron_tick_event,
     timeout_event,
 )
-from harnpy.lifecycle.triggers.store import SqliteWaitStore, WaitRecord
+from harnpy.lifecycle.triggers.store import WaitRecord, store_log_dir
+from harnpy.store.sql import SqlStore
 
 CRASH_ENV = "HARNPY_WORKER_TEST_CRASH"
 CRASH_EXIT = 86
@@ -158,8 +159,8 @@ class SubprocessResume:
         ]
         env = dict(os.environ)
         env.update(resume_env(req, ticket))
-        log_dir = os.path.join(os.path.dirname(ticket.store.location), "logs")
-        os.makedirs(log_dir, exist_ok=True)
+        log_dir = store_log_dir(ticket.store.location)
+        os.makedirs(log_dir, mode=0o700, exist_ok=True)
         log_path = os.path.join(log_dir, f"{req.wait_id}.log")
         beat = self.heartbeat_s or max(0.05, ticket.lease_ms / 3000.0)
         with open(log_path, "ab") as log:
@@ -201,7 +202,7 @@ def _crash_hook(point: str) -> None:
 
 
 class WorkerRunner:
-    """Polls a :class:`~harnpy.lifecycle.triggers.store.WaitStore` and resumes due waits.
+    """Polls a :class:`~harnpy.store.sql.SqlStore` and resumes due waits.
 
     Args:
         store: the wait store.
@@ -215,7 +216,7 @@ class WorkerRunner:
 
     def __init__(
         self,
-        store: SqliteWaitStore,
+        store: SqlStore,
         resume_fn: ResumeFn | None = None,
         clock: Any = None,
         runner_id: str | None = None,
