@@ -200,8 +200,34 @@ def _value_options(parser: argparse.ArgumentParser, command: str) -> set[str]:
     return {opt for action in sub._actions if action.nargs != 0 for opt in action.option_strings}
 
 
+#: Exit status after SIGTERM (128 + 15): the program was interrupted as by Ctrl-C —
+#: ``finally`` blocks ran, a resumed worker's park was put back, claims were released.
+EXIT_TERMINATED = 143
+_terminated = False
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM is handled like SIGINT (issue 13 point 12): it raises KeyboardInterrupt where
+    the program is, so it is interrupted cooperatively; :func:`main` then exits 143."""
+    global _terminated
+    if _terminated:
+        return  # already stopping: let the cleanup finish
+    _terminated = True
+    raise KeyboardInterrupt
+
+
+def _install_sigterm() -> None:
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread, or no SIGTERM on this platform
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``harnpy`` console script; returns the process exit code."""
+    """Entry point of the ``harnpy`` console script; returns the process exit code (143
+    after SIGTERM, which interrupts the program as Ctrl-C does)."""
     # The evaluator keeps Harn frames off the Python stack, but the compiler, parser and
     # display of deeply nested values recurse; CPython 3.11 runs Python-to-Python calls
     # without growing the C stack, so a higher limit is safe.
@@ -209,8 +235,14 @@ def main(argv: list[str] | None = None) -> int:
     # harnpy uses no pydantic plugins; looking them up imports importlib.metadata and scans
     # every installed distribution (~12 ms at start-up) the first time a model is built.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _install_sigterm()
     try:
-        return _dispatch(argv)
+        rc = _dispatch(argv)
+        return EXIT_TERMINATED if _terminated and rc in (EXIT_INTERRUPTED, 0) else rc
+    except KeyboardInterrupt:
+        if _terminated:
+            return EXIT_TERMINATED
+        raise
     except BrokenPipeError:
         # stdout was closed early (`harnpy run x | head -1`): end quietly, as Unix tools do.
         try:

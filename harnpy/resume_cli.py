@@ -204,6 +204,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         canonical_snapshot,
         drive_until_settled,
         read_document,
+        recover_stale_claim,
         resume_from_cli,
     )
     from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
@@ -224,6 +225,10 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         write_err(f"harnpy run --resume: error[{code}]: {text}{where}\n")
         return EXIT_RUNTIME
 
+    try:
+        recover_stale_claim(path)  # a resume that died mid-run: its park goes back
+    except OSError:
+        pass
     try:
         doc, _ = read_document(path)
         path, doc = canonical_snapshot(path, doc)

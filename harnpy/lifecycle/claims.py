@@ -1,6 +1,14 @@
 """Exactly-once resumes of a parked worker's checkpoint: the claim (``running`` with this
 process as owner), putting a claim back, adoption by another process, and noticing that
-another process took a park over (lifecycle.md 10)."""
+another process took a park over (lifecycle.md 10).
+
+The park a claim replaced is kept beside the snapshot while the resume runs
+(``<snapshot>.park``, written before the claim, removed when the resumed worker commits its
+next park or settles): a resume killed mid-run (SIGKILL, power loss) leaves a snapshot that
+says ``running`` with an owner that is gone, and :func:`recover_stale_claim` puts that park
+back, so the worker can be resumed again, once (issue 13 point 6). An owner is known to be
+gone when it ran on this host and its pid is dead; an owner on another host is never
+presumed dead (a shared store's leases decide there)."""
 
 from __future__ import annotations
 
@@ -39,6 +47,71 @@ def owner_alive(doc: dict[str, Any]) -> bool:
         return False
     except PermissionError:
         return True
+    return True
+
+
+def owner_gone(doc: dict[str, Any]) -> bool:
+    """Whether the ``owner`` of a snapshot is known to be gone: it ran on this host, is not
+    this process, and no process has its pid."""
+    owner = doc.get("owner")
+    if not isinstance(owner, dict) or owner.get("host") != os.uname().nodename:
+        return False
+    pid = owner.get("pid")
+    if type(pid) is not int or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+PARK_SUFFIX = ".park"
+
+
+def park_copy_path(path: str) -> str:
+    """Where the park a claim replaced is kept while its resume runs."""
+    return path + PARK_SUFFIX
+
+
+def drop_park_copy(path: str | None) -> None:
+    """Remove the kept park of ``path`` (the resumed worker committed its next state)."""
+    if path:
+        with contextlib.suppress(OSError):
+            os.unlink(park_copy_path(path))
+
+
+def recover_stale_claim(path: str) -> bool:
+    """Put back the last park of a worker whose resume died mid-run: under the directory
+    lock, when ``path`` says ``running`` with an owner that is gone (:func:`owner_gone`)
+    and the kept park (``<path>.park``) is a sealed snapshot of the same worker, suspended,
+    the park replaces ``path`` (atomically) and the kept copy is removed. Returns whether
+    the park was put back. Anything else (a live owner, no kept park, unreadable files)
+    changes nothing."""
+    from harnpy.runtime.snapshot import write_atomic
+
+    copy = park_copy_path(path)
+    if not os.path.isfile(copy):
+        return False
+    with _dir_lock(path):
+        try:
+            with open(path, "rb") as fh:
+                doc = _loads(fh.read())
+            with open(copy, "rb") as fh:
+                park_raw = fh.read()
+            park = _loads(park_raw)
+        except (OSError, ValueError):
+            return False
+        if not isinstance(doc, dict) or not isinstance(park, dict):
+            return False
+        if doc.get("status") != "running" or not owner_gone(doc):
+            return False
+        if park.get("id") != doc.get("id") or park.get("status") != "suspended":
+            return False
+        write_atomic(path, park_raw, max_bytes=None, fsync=True)
+        drop_park_copy(path)
     return True
 
 
@@ -181,6 +254,9 @@ def claim(path: str, worker_id: str, park_id: str | None = None) -> bytes | None
         doc["status"] = "running"
         doc["suspension"] = None
         doc["owner"] = _owner()
+        # the park, kept until the resumed worker commits: a resume that dies mid-run
+        # leaves it to be put back (recover_stale_claim)
+        write_atomic(park_copy_path(path), raw, max_bytes=None, fsync=True)
         write_atomic(path, _dumps(doc), max_bytes=None, fsync=True)
         return raw
 
@@ -194,6 +270,7 @@ def rollback(path: str, raw: bytes | None) -> None:
 
     with _dir_lock(path):
         write_atomic(path, raw, max_bytes=None, fsync=True)
+        drop_park_copy(path)
 
 
 def adopt(path: str, worker_id: str, park_id: Any) -> str:
@@ -247,6 +324,7 @@ def undo_resume(runtime: Any, rec: WorkerRecord) -> bool:
         from harnpy.runtime.snapshot import write_atomic
 
         write_atomic(path, raw, max_bytes=None, fsync=True)
+        drop_park_copy(path)
     rec.claimed_bytes = None  # type: ignore[attr-defined]
     origin = getattr(rec, "cancelled_durable_wait", None)
     if type(origin) is dict:

@@ -4,12 +4,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Generator
 from typing import Any
 
 from harnpy.lifecycle._common import arg, strip_harness
-from harnpy.lifecycle.claims import adopt, busy_elsewhere, claim, refresh_from_disk, rollback
+from harnpy.lifecycle.claims import (
+    adopt,
+    busy_elsewhere,
+    claim,
+    recover_stale_claim,
+    refresh_from_disk,
+    rollback,
+)
 from harnpy.lifecycle.continuity import check_input, resume_payload
 from harnpy.lifecycle.parking import (
     _caller_loop_state,
@@ -156,6 +164,8 @@ def resume_gen(
         # 2.4 step 3: a handle or id that is not live names <state_dir>/<id>.json (a handle
         # kept across a program snapshot or a REPL :save/:restore)
         path = _snapshot_target(ref)
+        with contextlib.suppress(OSError):
+            recover_stale_claim(path)  # a resume that died mid-run: its park goes back
         try:
             doc, _ = read_document(path)
             path, doc = canonical_snapshot(path, doc)

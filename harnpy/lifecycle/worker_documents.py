@@ -9,7 +9,7 @@ from typing import Any
 
 from harnpy.lifecycle._common import now_rfc3339
 from harnpy.lifecycle.checkpoint_store import _cache, _dumps, _loads, _target_path
-from harnpy.lifecycle.claims import _owner, _remember_file
+from harnpy.lifecycle.claims import _owner, _remember_file, drop_park_copy
 from harnpy.lifecycle.services import services
 from harnpy.lifecycle.workers import (
     WorkerRecord,
@@ -307,6 +307,8 @@ def persist(
             )
         return False
     _remember_file(rec, path)
+    if doc.get("status") != "running":
+        drop_park_copy(path)  # the resumed worker committed its next state
     if st is not None and st.get("daemon") and type(st.get("persist_path")) is str:
         daemon_doc = dict(doc)
         daemon_doc["_type"] = DAEMON_SNAPSHOT_TYPE

@@ -6,7 +6,9 @@
 * :func:`private_dir` creates directories only the current user can enter (0700, whatever
   the umask) and refuses an existing one that belongs to someone else.
 * :func:`write_private` writes a file only the current user can read (0600) atomically: a
-  temporary file in the same directory, fsync, rename, fsync of the directory.
+  temporary file in the same directory, fsync, rename, fsync of the directory. Temporary
+  files are named ``<prefix><host tag>-<pid>-*.tmp``; the first write into a directory in a
+  process removes the ones a killed writer left there (:func:`sweep_stale_temp_files`).
 
 POSIX semantics (modes, owners, ``O_NONBLOCK``); on a platform without ``os.getuid`` the
 owner checks are skipped.
@@ -27,8 +29,70 @@ __all__ = [
     "UnsafePath",
     "private_dir",
     "read_capped",
+    "sweep_stale_temp_files",
     "write_private",
 ]
+
+#: A temporary file a writer left without a pid in its name (older harnpy) is stale after
+#: this long (seconds): no write takes that long.
+LEGACY_TEMP_AGE_S = 3600
+_swept: set[tuple[str, str]] = set()
+
+
+def _host_tag() -> str:
+    import hashlib
+
+    return hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def sweep_stale_temp_files(d: str, tmp_prefix: str) -> int:
+    """Remove the temporary files of :func:`write_private` a killed writer left in ``d``:
+    ``<tmp_prefix><host tag>-<pid>-*.tmp`` of this host whose pid is gone, and ones without a pid older than :data:`LEGACY_TEMP_AGE_S`.
+    Only regular files owned by the current user are removed. Returns how many."""
+    import re
+    import time
+
+    mine = re.compile(re.escape(tmp_prefix) + r"([0-9a-f]{8})-(\d+)-.*\.tmp$")
+    tag = _host_tag()
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    removed = 0
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return 0
+    for e in entries:
+        name = e.name
+        if not name.startswith(tmp_prefix) or not name.endswith(".tmp"):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or (uid is not None and st.st_uid != uid):
+            continue
+        m = mine.match(name)
+        if m is not None:
+            if m.group(1) != tag:
+                continue  # another machine's writer (a shared directory)
+            pid = int(m.group(2))
+            if _pid_alive(pid):
+                continue
+        elif time.time() - st.st_mtime < LEGACY_TEMP_AGE_S:
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(e.path)
+            removed += 1
+    return removed
 
 
 class ReadRefused(OSError):
@@ -223,7 +287,12 @@ def write_private(
             disk is full...).
     """
     d = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=tmp_prefix, suffix=".tmp", dir=d)
+    if (d, tmp_prefix) not in _swept:
+        sweep_stale_temp_files(d, tmp_prefix)
+        _swept.add((d, tmp_prefix))
+    fd, tmp = tempfile.mkstemp(
+        prefix=f"{tmp_prefix}{_host_tag()}-{os.getpid()}-", suffix=".tmp", dir=d
+    )
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "wb") as fh:

@@ -66,7 +66,7 @@ def test_crash_between_fire_and_record_resumes_exactly_once(tmp_path: Path) -> N
     env = {"RECORD_FILE": str(record), "HARNPY_STORE": ""}
     args = ["worker", "--store", store_path, "--once", "--resume-cmd", cmd + " {wait_id}"]
     # 1st run: fires the resume, then dies before recording the outcome
-    p = harnpy(*args, "--lease-ms", "3000", env={**env, "HARNPY_WORKER_TEST_CRASH": "after_fire"})
+    p = harnpy(*args, "--lease-ms", "8000", env={**env, "HARNPY_WORKER_TEST_CRASH": "after_fire"})
     assert p.returncode == 86, p.stderr
     assert invocations(record) == ["w1 timeout"]
     s = open_store(store_path)

@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     store = open_store(args.store)
     now = time.time_ns() // 1_000_000
-    if not store.begin_resume(args.wait, args.token, now, {"pid": os.getpid(), "cmd": cmd}):
+    if not store.begin_resume(
+        args.wait, args.token, now, {"pid": os.getpid(), "host": os.uname().nodename, "cmd": cmd}
+    ):
         sys.stderr.write(f"harnpy: wait {args.wait} was already resumed; not resuming again\n")
         return ALREADY_RESUMED_EXIT
     sys.stdout.flush()

@@ -167,14 +167,18 @@ class SubprocessResume:
             start = log.tell()
             proc = subprocess.Popen(shim, env=env, stdout=log, stderr=subprocess.STDOUT)
             last = time.monotonic()
-            while True:
-                try:
-                    rc = proc.wait(timeout=min(beat, 0.5))
-                    break
-                except subprocess.TimeoutExpired:
-                    if time.monotonic() - last >= beat:
-                        ticket.renew()
-                        last = time.monotonic()
+            try:
+                while True:
+                    try:
+                        rc = proc.wait(timeout=min(beat, 0.5))
+                        break
+                    except subprocess.TimeoutExpired:
+                        if time.monotonic() - last >= beat:
+                            ticket.renew()
+                            last = time.monotonic()
+            except KeyboardInterrupt:
+                _stop_child(proc)  # Ctrl-C / SIGTERM: the child puts its park back first
+                raise
         out: dict[str, Any] = {"exit_code": rc, "command": cmd, "log": log_path}
         if rc == ALREADY_RESUMED_EXIT:
             out["status"] = "already_resumed"
@@ -192,6 +196,55 @@ class SubprocessResume:
             except OSError:
                 out["output"] = ""
         return out
+
+
+def _stop_child(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
+    """Interrupt a resume child (SIGTERM: it stops as on Ctrl-C, putting its park back) and
+    wait for it; SIGKILL after ``grace_s`` seconds."""
+    import signal
+
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    except KeyboardInterrupt:
+        proc.kill()
+        proc.wait()
+
+
+def _process_alive(info: dict[str, Any]) -> bool:
+    """Whether the resume shim a receipt names (``{pid, host}``) may still run: its pid is
+    alive on this host, or it ran on another host (not known to be gone)."""
+    host = info.get("host")
+    if host is not None and host != os.uname().nodename:
+        return True
+    pid = info.get("pid")
+    if type(pid) is not int or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _recover_park(path: str | None) -> None:
+    """Put back the park of a worker snapshot whose resume died mid-run
+    (:func:`harnpy.lifecycle.claims.recover_stale_claim`)."""
+    if not path or "#" in path or not os.path.isfile(path):
+        return
+    from harnpy.lifecycle.suspend import recover_stale_claim
+
+    try:
+        recover_stale_claim(path)
+    except OSError:
+        pass
 
 
 def _crash_hook(point: str) -> None:
@@ -258,7 +311,7 @@ class WorkerRunner:
                 time.sleep(max(poll_ms, 10) / 1000.0)
         except KeyboardInterrupt:
             self.log("stopped")
-            return 0
+            return 0  # harnpy.cli turns this into 143 after SIGTERM
 
     # ---- one wait
 
@@ -276,7 +329,15 @@ class WorkerRunner:
             return None
         rec, token = claim.record, claim.token
         base = {"wait_id": rec.id, "worker_id": rec.worker_id}
+        _recover_park(rec.snapshot_path)
         receipt = self.store.receipt(rec.id)
+        if receipt is not None and self._never_took_effect(rec, receipt):
+            # the resume this receipt announced never reached its claim (its runner was
+            # killed in between, or its resume died mid-run and the park was put back):
+            # run exactly that resume again
+            self.store.revoke_receipt(rec.id, str(receipt["token"]))
+            self.log(f"{rec.id}: the earlier resume never took effect; resuming again")
+            receipt = None
         if receipt is not None:
             outcome = {
                 "status": "recovered",
@@ -318,6 +379,9 @@ class WorkerRunner:
                     outcome = {"status": "already_resumed"}
                 else:
                     outcome = self.resume_fn(req, ticket)
+        except KeyboardInterrupt:
+            self._interrupted(rec, token)
+            raise
         except Exception as e:  # noqa: BLE001 - a failed resume is recorded, not fatal
             return self._resume_error(rec, token, base, e)
         _crash_hook("after_fire")
@@ -328,6 +392,33 @@ class WorkerRunner:
         self.store.complete(rec.id, token, final, outcome, self.clock.now_ms())
         self.log(f"{rec.id}: {cause} -> {outcome.get('status')}")
         return {**base, "status": outcome.get("status"), "outcome": outcome}
+
+    def _interrupted(self, rec: WaitRecord, token: str) -> None:
+        """The runner was interrupted (Ctrl-C, SIGTERM) during a resume: when the worker is
+        still parked at the wait's park (the resume stopped and put it back, or never
+        began) the receipt is revoked and the claim released, so another runner resumes it
+        at once instead of after the lease."""
+        try:
+            if self._still_parked(rec):
+                self.store.revoke_receipt(rec.id, token)
+                self.store.release(rec.id, token, self.clock.now_ms(), "runner interrupted")
+        except Exception:  # noqa: BLE001 - stopping: the lease expires anyway
+            pass
+
+    def _never_took_effect(self, rec: WaitRecord, receipt: dict[str, Any]) -> bool:
+        """Whether the resume a receipt announced did not take effect: the worker is still
+        suspended at the wait's park, and the resume process that began it either died
+        before it finished (a shim on this host whose pid is gone) or finished with a
+        failure (a refusal its runner did not live to record)."""
+        if not self._still_parked(rec):
+            return False
+        outcome = receipt.get("outcome")
+        if outcome is None:
+            raw = receipt.get("info")
+            info: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            return not _process_alive(info)  # alive: still starting; its own claim decides
+        code = outcome.get("exit_code") if isinstance(outcome, dict) else None
+        return code not in (0, PARKED_AGAIN_EXIT, ALREADY_RESUMED_EXIT)
 
     def _stale(self, rec: WaitRecord, cause: str) -> str | None:
         """The ``HARN-SUS-006`` text when ``rec``'s worker snapshot shows that the wait no
