@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", nargs="?", help="the .harn script")
     run.add_argument("-e", dest="code", metavar="CODE", help="run CODE instead of a file")
     run.add_argument("--resume", metavar="SNAPSHOT", help="continue a parked program")
+    run.add_argument(
+        "--input", metavar="TEXT", default=None, help="with --resume: the worker's resume input"
+    )
     run.add_argument("--json", action="store_true", help="emit NDJSON events (with --resume)")
     run.add_argument("--quiet", action="store_true", help="with --json: drop stdout/stderr events")
     run.add_argument("--llm-mock", metavar="FILE", help="queue mock LLM replies from JSONL")
@@ -239,10 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = _dispatch(argv)
         return EXIT_TERMINATED if _terminated and rc in (EXIT_INTERRUPTED, 0) else rc
-    except KeyboardInterrupt:
-        if _terminated:
-            return EXIT_TERMINATED
-        raise
+    except KeyboardInterrupt:  # before a command could take it (start-up, argument parsing)
+        write_err("harnpy: interrupted\n")
+        return EXIT_TERMINATED if _terminated else EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout was closed early (`harnpy run x | head -1`): end quietly, as Unix tools do.
         try:
@@ -366,8 +368,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from harnpy.resume_cli import resume_main
 
         return resume_main(args)
-    if args.json or args.quiet:
-        flag = "--json" if args.json else "--quiet"
+    if args.json or args.quiet or getattr(args, "input", None) is not None:
+        flag = "--json" if args.json else "--quiet" if args.quiet else "--input"
         write_err(
             f"harnpy run: error: {flag} applies to --resume SNAPSHOT only (a script's own output is "
             "plain text)\n"

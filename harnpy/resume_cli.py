@@ -27,8 +27,10 @@ that fails after the claim puts the claimed bytes back (an unexpected exception 
 restoring is ``HARN-SUS-004``; one while the worker runs is an internal error, E999, exit
 status 1).
 
-``SNAPSHOT`` is a path (absolute, or relative to the working directory) or a bare worker id
-(``<state dir>/<id>.json``). With ``--json`` stdout is NDJSON: one envelope
+``SNAPSHOT`` is a path (absolute, or relative to the working directory), a bare worker id
+(``<state dir>/<id>.json``) or a unique prefix of one (with or without ``worker_``, as
+``harnpy workers ls`` shows it). ``--input TEXT`` is the worker's resume input (what
+``resume_agent(h, TEXT)`` gives; it overrides ``HARNPY_RESUME_INPUT``). With ``--json`` stdout is NDJSON: one envelope
 ``{"schemaVersion": 1, "command": "run", "data": {"seq", "event_type", ...}}`` per line —
 ``stdout`` / ``stderr`` events (``payload``; dropped with ``--quiet``), the run events the
 agent loop and the hook layer report while the run goes on (``tool_call``, ``tool_result``,
@@ -103,7 +105,34 @@ def resolve_target(target: str) -> str:
         cand = os.path.join(state_dir(), f"{target}.json")
         if os.path.exists(cand):
             return cand
+        found = _by_prefix(target)
+        if found is not None:
+            return found
     return target
+
+
+def _by_prefix(prefix: str) -> str | None:
+    """The one worker snapshot of the snapshot directories whose id starts with ``prefix``
+    (with or without ``worker_``); None for no match or several (a message says so)."""
+    from harnpy.lifecycle.worker_listing import resolve_worker, snapshot_dirs
+
+    files: dict[str, str] = {}
+    for d in snapshot_dirs():
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".json") and not name.startswith("."):
+                files.setdefault(name[: -len(".json")], os.path.join(d, name))
+    hits = resolve_worker(prefix, files)
+    if len(hits) > 1:
+        write_err(
+            f"harnpy run --resume: `{prefix}` is the start of {len(hits)} worker ids "
+            f"({', '.join(hits[:3])}{', ...' if len(hits) > 3 else ''}); give more of it\n"
+        )
+        return None
+    return files[hits[0]] if hits else None
 
 
 #: How many bytes of a snapshot file decide which resume path it takes.
@@ -145,6 +174,12 @@ def resume_main(args: Any) -> int:
     events = JsonEvents(getattr(args, "quiet", False)) if getattr(args, "json", False) else None
     if _snapshot_kind(path) == "worker":
         return resume_worker_main(args, path, events)
+    if getattr(args, "input", None) is not None:
+        write_err(
+            "harnpy run --resume: error: --input is the resume input of a parked worker; "
+            f"{args.resume} is a program snapshot (it continues where it stopped, with no input)\n"
+        )
+        return 2
     return resume_program_main(args, path, events)
 
 
@@ -235,7 +270,10 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     except SnapshotLoadError as e:
         return fail("HARN-SUS-004", f"failed to load snapshot `{args.resume}`: {e}")
     try:
-        rec = resume_from_cli(rt, path, doc, **_env_resume_options())
+        options = _env_resume_options()
+        if getattr(args, "input", None) is not None:
+            options["input_value"] = args.input
+        rec = resume_from_cli(rt, path, doc, **options)
         settled = drive_until_settled(rt, rec)
     except HarnError as e:
         diag = e.message.split(":", 1)[0] if e.message.startswith("HARN-") else e.code

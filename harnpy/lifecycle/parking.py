@@ -129,10 +129,14 @@ def _dispatcher(runtime: Any) -> Any:
     return d
 
 
-def register_wait(runtime: Any, rec: WorkerRecord, conditions: Any, durable: bool) -> None:
+def register_wait(
+    runtime: Any, rec: WorkerRecord, conditions: Any, durable: bool, *, root: bool = False
+) -> None:
     """Register the auto-resume wait of ``conditions`` (raw suspend path, 4.2) and record
     ``suspension.auto_resume_trigger = {id, version}`` and the absolute deadlines
-    (``rec.resume_wait``). Open parks register nothing.
+    (``rec.resume_wait``). Open parks register nothing. The park of a root loop (``root``)
+    whose trigger / timeout / event wait no store records gets a warning: once this process
+    exits nothing will wake it (issue 14 point 3).
 
     Raises:
         HarnRuntimeError: ``HARN-SUS-002`` / ``-007`` / ``-008``.
@@ -152,11 +156,32 @@ def register_wait(runtime: Any, rec: WorkerRecord, conditions: Any, durable: boo
         return
     if rec.suspension is not None:
         rec.suspension["auto_resume_trigger"] = {"id": handle["id"], "version": handle["version"]}
+    if root and not handle.get("durable"):
+        runtime.write_err(
+            f"harnpy: warning: worker {rec.id} waits for {_wait_words(conditions)}, but no store "
+            "records the wait: once this process exits nothing will wake it; set "
+            "HARNPY_STORE=default and run `harnpy worker`, or resume it yourself with "
+            f"`harnpy run --resume {rec.snapshot_path}`\n"
+        )
     rec.resume_wait = {  # type: ignore[attr-defined]
         **handle,
         "conditions": _jsonable(conditions),
         "registered_at_ms": runtime.clock.now_ms(),
     }
+
+
+def _wait_words(conditions: dict[str, Any]) -> str:
+    """``a trigger and a timeout`` ... : what a wait's conditions wait for, in words."""
+    parts = [
+        words
+        for key, words in (
+            ("trigger", "a trigger"),
+            ("timeout", "a timeout"),
+            ("on_event", "an event"),
+        )
+        if conditions.get(key) is not None
+    ]
+    return " and ".join(parts) or "a condition"
 
 
 def cancel_wait(runtime: Any, rec: WorkerRecord, reason: str = "resumed") -> None:
@@ -499,7 +524,9 @@ def _commit_park(
     rec.park_id = _new_park_id()  # type: ignore[attr-defined]
     rec.reminders_enabled = st.get("reminders_enabled", True) is not False  # type: ignore[attr-defined]
     try:
-        register_wait(rt, rec, raw_conditions, durable=mechanism == "ResumeBy.cloud_harness")
+        register_wait(
+            rt, rec, raw_conditions, durable=mechanism == "ResumeBy.cloud_harness", root=required
+        )
         if not accepted:
             _suspension_span(rt, rec, reason, initiator)
         rec.result = suspension_payload(

@@ -167,7 +167,7 @@ def test_workers_cli_survives_a_huge_timeout(tmp_path: Path, cmd: str) -> None:
     assert listed.returncode == 0, listed.stderr
     (wait,) = json.loads(listed.stdout)
     assert wait["deadline_ms"] == huge
-    args = ["workers", "ls"] if cmd == "ls" else ["workers", "show", str(wait["id"])]
+    args = ["workers", "ls", "--wide"] if cmd == "ls" else ["workers", "show", str(wait["id"])]
     p = harnpy(*args, cwd=tmp_path, env={**ENV, **env})
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode == 0, p.stderr

@@ -5,7 +5,10 @@ store; lifecycle.md §9, §10).
   — run the :class:`~harnpy.lifecycle.triggers.runner.WorkerRunner` poll loop (Ctrl-C stops
   it; ``--once`` makes one pass). ``--resume-cmd`` replaces ``harnpy run --resume
   <snapshot>`` (shell-split; ``{snapshot}``, ``{worker_id}``, ``{wait_id}`` substituted).
-* ``harnpy workers ls [--all] [--json]`` — active waits (``--all``: also finished ones).
+* ``harnpy workers ls [--all] [--wide] [--json]`` — parked workers: the store's active
+  waits and the snapshot directory's parked workers, with the reason and wake conditions
+  (:mod:`harnpy.lifecycle.worker_listing`; ``--all``: also finished ones; fits 100
+  columns unless ``--wide``).
 * ``harnpy workers show ID [--json]`` — one wait (by wait id or worker id), its receipt and
   the worker snapshot's status.
 * ``harnpy workers resume ID [--input TEXT] [--resume-cmd CMD]`` — resume now, through the
@@ -46,8 +49,9 @@ def add_subparsers(sub: Any) -> None:
     ws = sub.add_parser("workers", help="inspect and drive parked workers")
     wsub = ws.add_subparsers(dest="workers_command")
     ls = wsub.add_parser("ls", parents=[store_opt], help="list waits")
-    ls.add_argument("--all", action="store_true", help="include finished waits")
+    ls.add_argument("--all", action="store_true", help="include finished waits and workers")
     ls.add_argument("--json", action="store_true", help="JSON output")
+    ls.add_argument("--wide", action="store_true", help="every column, nothing cut")
     show = wsub.add_parser("show", parents=[store_opt], help="show one wait")
     show.add_argument("id")
     show.add_argument("--json", action="store_true", help="JSON output")
@@ -140,8 +144,7 @@ def _no_store(args: argparse.Namespace, path: str) -> int:
     """``harnpy workers ...`` when the store file does not exist: nothing is parked."""
     cmd = getattr(args, "workers_command", None)
     if cmd == "ls":
-        sys.stdout.write("[]\n" if args.json else "no parked workers\n")
-        return 0
+        return _ls(args, None)  # the snapshot directory's parked workers
     if cmd in ("show", "resume", "close"):
         sys.stderr.write(f"harnpy workers: no wait for `{args.id}` (no wait store at {path})\n")
         return 1
@@ -211,19 +214,16 @@ def _waiting_for(rec: Any) -> str:
 def _ls(args: argparse.Namespace, store: Any) -> int:
     import json
 
-    from harnpy.lifecycle.triggers.store import ACTIVE_STATUSES
+    from harnpy.lifecycle.worker_listing import list_workers, render_table
 
-    recs = store.list_waits(None if args.all else ACTIVE_STATUSES)
+    def warn(text: str) -> None:
+        sys.stderr.write(text + "\n")
+
+    rows = list_workers(store, include_all=args.all, warn=warn)
     if args.json:
-        sys.stdout.write(json.dumps([r.to_json() for r in recs], indent=2) + "\n")
+        sys.stdout.write(json.dumps([r.to_json() for r in rows], indent=2, default=str) + "\n")
         return 0
-    if not recs:
-        sys.stdout.write("no parked workers\n")
-        return 0
-    for r in recs:
-        sys.stdout.write(
-            f"{r.id}  worker={r.worker_id}  status={r.status}  due={_due(r)}  {_waiting_for(r)}\n"
-        )
+    sys.stdout.write(render_table(rows, wide=getattr(args, "wide", False)))
     return 0
 
 
@@ -237,7 +237,11 @@ def _due(rec: Any) -> str:
 
 
 def _find(store: Any, key: str) -> Any:
+    """The wait ``key`` names: a wait id, a worker id, or a unique prefix of either (a
+    worker id's with or without ``worker_``, as ``workers ls`` shows it)."""
     rec = store.find(key)
+    if rec is None and key and not key.startswith("worker_"):
+        rec = store.find("worker_" + key)
     if rec is None:
         sys.stderr.write(f"harnpy workers: no wait for `{key}`\n")
     return rec

@@ -331,13 +331,20 @@ class WorkerRunner:
         base = {"wait_id": rec.id, "worker_id": rec.worker_id}
         _recover_park(rec.snapshot_path)
         receipt = self.store.receipt(rec.id)
-        if receipt is not None and self._never_took_effect(rec, receipt):
-            # the resume this receipt announced never reached its claim (its runner was
-            # killed in between, or its resume died mid-run and the park was put back):
-            # run exactly that resume again
-            self.store.revoke_receipt(rec.id, str(receipt["token"]))
-            self.log(f"{rec.id}: the earlier resume never took effect; resuming again")
-            receipt = None
+        if receipt is not None:
+            state = self._receipt_state(rec, receipt)
+            if state == "in_progress":
+                # its resume still runs (a runner whose lease lapsed while its child ran):
+                # leave the wait to it; decided on a later pass
+                self.store.release(rec.id, token, self.clock.now_ms(), "resume in progress")
+                return {**base, "status": "in_progress"}
+            if state == "not_taken":
+                # the resume this receipt announced never took effect (its runner was
+                # killed before the claim, or its resume died mid-run and the park was put
+                # back): run exactly that resume again
+                self.store.revoke_receipt(rec.id, str(receipt["token"]))
+                self.log(f"{rec.id}: the earlier resume never took effect; resuming again")
+                receipt = None
         if receipt is not None:
             outcome = {
                 "status": "recovered",
@@ -405,20 +412,29 @@ class WorkerRunner:
         except Exception:  # noqa: BLE001 - stopping: the lease expires anyway
             pass
 
-    def _never_took_effect(self, rec: WaitRecord, receipt: dict[str, Any]) -> bool:
-        """Whether the resume a receipt announced did not take effect: the worker is still
-        suspended at the wait's park, and the resume process that began it either died
-        before it finished (a shim on this host whose pid is gone) or finished with a
-        failure (a refusal its runner did not live to record)."""
-        if not self._still_parked(rec):
-            return False
+    def _receipt_state(self, rec: WaitRecord, receipt: dict[str, Any]) -> str:
+        """What became of the resume a receipt announced: ``"taken"`` (the worker moved on:
+        parked again elsewhere, or settled), ``"in_progress"`` (its shim still runs, or a
+        live process holds the worker's claim), or ``"not_taken"`` (the worker is still
+        suspended at the wait's park and the resume either died before it finished — a
+        shim on this host whose pid is gone — or finished with a failure its runner did
+        not live to record)."""
+        from harnpy.lifecycle.triggers._util import _read_worker_record
+
         outcome = receipt.get("outcome")
+        raw = receipt.get("info")
+        info: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        read = _read_worker_record(rec.snapshot_path) if rec.snapshot_path else None
+        if read is not None and read[1].get("status") == "running":
+            from harnpy.lifecycle.suspend import owner_alive
+
+            return "in_progress" if owner_alive(read[1]) else "taken"
+        if not self._still_parked(rec):
+            return "taken"
         if outcome is None:
-            raw = receipt.get("info")
-            info: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            return not _process_alive(info)  # alive: still starting; its own claim decides
+            return "in_progress" if _process_alive(info) else "not_taken"
         code = outcome.get("exit_code") if isinstance(outcome, dict) else None
-        return code not in (0, PARKED_AGAIN_EXIT, ALREADY_RESUMED_EXIT)
+        return "taken" if code in (0, PARKED_AGAIN_EXIT, ALREADY_RESUMED_EXIT) else "not_taken"
 
     def _stale(self, rec: WaitRecord, cause: str) -> str | None:
         """The ``HARN-SUS-006`` text when ``rec``'s worker snapshot shows that the wait no
