@@ -292,12 +292,24 @@ class WorkerRunner:
     # ---- polling
 
     def run_once(self) -> list[dict[str, Any]]:
-        """Process every wait due now; returns one result dict per wait acted on."""
-        out = []
-        for rec in self.store.due(self.clock.now_ms()):
-            res = self.process(rec.id)
-            if res is not None:
-                out.append(res)
+        """Process every wait due now, claiming them one at a time with
+        :meth:`~harnpy.store.sql_waits.WaitsMixin.claim_due` (on PostgreSQL ``FOR UPDATE
+        SKIP LOCKED``: replicas polling the same store never wait on each other, and each
+        due wait goes to exactly one of them); returns one result dict per wait acted on.
+        A pass takes at most as many claims as there were due waits when it began, and
+        never the same wait twice."""
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for _ in range(len(self.store.due(self.clock.now_ms()))):
+            claims = self.store.claim_due(self.runner_id, self.clock.now_ms(), self.lease_ms)
+            if not claims:
+                break
+            claim = claims[0]
+            if claim.record.id in seen:  # handed back during this pass (in progress)
+                self.store.release(claim.record.id, claim.token, self.clock.now_ms(), None)
+                break
+            seen.add(claim.record.id)
+            out.append(self._handle(claim, manual=False, manual_input=None))
         return out
 
     def run(self, poll_ms: int = DEFAULT_POLL_MS, once: bool = False) -> int:
@@ -327,6 +339,11 @@ class WorkerRunner:
         claim = self.store.claim(wait_id, self.runner_id, now, self.lease_ms, force=manual)
         if claim is None:
             return None
+        return self._handle(claim, manual=manual, manual_input=manual_input)
+
+    def _handle(self, claim: Any, *, manual: bool, manual_input: Any) -> dict[str, Any]:
+        """Resume and record one claimed wait (:meth:`process`)."""
+        now = self.clock.now_ms()
         rec, token = claim.record, claim.token
         base = {"wait_id": rec.id, "worker_id": rec.worker_id}
         _recover_park(rec.snapshot_path)
