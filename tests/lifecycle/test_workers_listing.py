@@ -126,3 +126,22 @@ def test_ls_merges_the_store_wait_with_its_snapshot(tmp_path: Path, store_url: s
     assert listed["needs input"]["status"] == "suspended"  # no wait: from the directory
     p = harnpy("workers", "show", str(t["short_id"]), cwd=tmp_path, env=env)
     assert p.returncode == 0 and f"worker       {t['worker_id']}" in p.stdout, p.stderr
+
+
+def test_show_without_a_store_reads_the_snapshot_directory(tmp_path: Path) -> None:
+    _run(tmp_path, "h.harn", BY_HAND, ENV)
+    row = _workers(tmp_path, ENV)["needs input"]
+    p = harnpy("workers", "show", str(row["short_id"]), cwd=tmp_path, env=ENV)
+    assert p.returncode == 0, p.stderr
+    assert f"worker       {row['worker_id']}\n" in p.stdout
+    assert "reason       needs input\n" in p.stdout
+    assert "wakes on     resume by hand (harnpy run --resume)\n" in p.stdout
+    assert f"resume with  harnpy run --resume {row['short_id']} [--input TEXT]" in p.stdout
+    shown = json.loads(
+        harnpy("workers", "show", str(row["worker_id"]), "--json", cwd=tmp_path, env=ENV).stdout
+    )
+    assert shown["snapshot_path"] == row["snapshot_path"]
+    missing = harnpy("workers", "show", "nope", cwd=tmp_path, env=ENV)
+    assert missing.returncode == 1 and "no wait for `nope`" in missing.stderr
+    res = harnpy("workers", "resume", str(row["short_id"]), cwd=tmp_path, env=ENV)
+    assert res.returncode == 1 and "harnpy run --resume ID" in res.stderr

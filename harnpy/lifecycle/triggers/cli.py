@@ -145,8 +145,17 @@ def _no_store(args: argparse.Namespace, path: str) -> int:
     cmd = getattr(args, "workers_command", None)
     if cmd == "ls":
         return _ls(args, None)  # the snapshot directory's parked workers
+    if cmd == "show":
+        shown = _show_parked(args, None)
+        if shown is not None:
+            return shown
     if cmd in ("show", "resume", "close"):
         sys.stderr.write(f"harnpy workers: no wait for `{args.id}` (no wait store at {path})\n")
+        if cmd == "resume":
+            sys.stderr.write(
+                "harnpy workers: without a store, resume a parked worker with "
+                "`harnpy run --resume ID [--input TEXT]`\n"
+            )
         return 1
     sys.stderr.write("harnpy workers: give one of ls, show ID, resume ID, close ID\n")
     return 2
@@ -236,15 +245,49 @@ def _due(rec: Any) -> str:
     return _when(min(times, default=None))
 
 
-def _find(store: Any, key: str) -> Any:
+def _find(store: Any, key: str, quiet: bool = False) -> Any:
     """The wait ``key`` names: a wait id, a worker id, or a unique prefix of either (a
     worker id's with or without ``worker_``, as ``workers ls`` shows it)."""
     rec = store.find(key)
     if rec is None and key and not key.startswith("worker_"):
         rec = store.find("worker_" + key)
-    if rec is None:
+    if rec is None and not quiet:
         sys.stderr.write(f"harnpy workers: no wait for `{key}`\n")
     return rec
+
+
+def _show_parked(args: argparse.Namespace, store: Any) -> int | None:
+    """``workers show ID`` of a worker the snapshot directory holds (no wait of it in the
+    store): its status, reason, wake conditions and snapshot; None when ``ID`` names no
+    such worker (1 when it names several)."""
+    import json
+
+    from harnpy.lifecycle.worker_listing import list_workers, resolve_worker
+
+    rows = {r.worker_id: r for r in list_workers(None, include_all=True)}
+    hits = resolve_worker(args.id, rows)
+    if not hits:
+        return None
+    if len(hits) > 1:
+        sys.stderr.write(
+            f"harnpy workers: `{args.id}` is the start of {len(hits)} worker ids; give more of it\n"
+        )
+        return 1
+    row = rows[hits[0]]
+    if args.json:
+        sys.stdout.write(json.dumps(row.to_json(), indent=2, default=str) + "\n")
+        return 0
+    lines = [
+        f"worker       {row.worker_id}",
+        f"status       {row.status}",
+        f"reason       {row.reason or '-'}",
+        *[f"wakes on     {w}" for w in row.wake],
+        f"snapshot     {row.snapshot_path or '-'}",
+    ]
+    if row.status == "suspended":
+        lines.append(f"resume with  harnpy run --resume {row.short_id} [--input TEXT]")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
 
 
 def _show(args: argparse.Namespace, store: Any) -> int:
@@ -252,8 +295,12 @@ def _show(args: argparse.Namespace, store: Any) -> int:
 
     from harnpy.lifecycle.triggers._util import snapshot_status
 
-    rec = _find(store, args.id)
+    rec = _find(store, args.id, quiet=True)
     if rec is None:
+        shown = _show_parked(args, store)
+        if shown is not None:
+            return shown
+        sys.stderr.write(f"harnpy workers: no wait for `{args.id}`\n")
         return 1
     data = rec.to_json()
     data["receipt"] = store.receipt(rec.id)
