@@ -11,16 +11,23 @@ Session options (see README, "Tests"):
 * the snapshot key is a temporary key file (``HARNPY_SNAPSHOT_KEY_FILE``) unless a key is
   configured, so tests never create ``~/.config/harnpy/snapshot.key``. Tests that edit a
   snapshot file by hand re-seal it with :mod:`tests.sealing` (the check is never weakened).
+* SIGINT is the default handler (``KeyboardInterrupt``) even when the test run was started
+  with SIGINT ignored (a background job of a script inherits that, and so would every
+  harnpy process a test starts): the Ctrl-C tests send SIGINT and expect an interrupt.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 pytest_plugins = ["tests.store_fixtures"]
 
