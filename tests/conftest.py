@@ -6,8 +6,9 @@ Session options (see README, "Tests"):
   agent turn boundary of every test snapshots the loop, restores it into a fresh thread
   and continues (lifecycle acceptance: outputs must match the plain run). The variable is
   exported, so harnpy subprocesses run in the same mode.
-* worker snapshots go to a temporary ``HARN_WORKER_STATE_DIR`` unless the variable is set,
-  so tests never write ``.harn/workers`` into the working tree;
+* worker snapshots go to a temporary ``HARN_WORKER_STATE_DIR`` of their own per test unless
+  the variable is set, so tests never write ``.harn/workers`` into the working tree and
+  never see each other's parked workers (``harnpy workers ls`` lists the directory);
 * the snapshot key is a temporary key file (``HARNPY_SNAPSHOT_KEY_FILE``) unless a key is
   configured, so tests never create ``~/.config/harnpy/snapshot.key``. Tests that edit a
   snapshot file by hand re-seal it with :mod:`tests.sealing` (the check is never weakened).
@@ -70,18 +71,35 @@ def _snapshot_key_file(tmp_path_factory: pytest.TempPathFactory) -> object:
         os.environ.pop("HARNPY_SNAPSHOT_KEY_FILE", None)
 
 
+#: A state directory the environment of the test run names (kept for every test).
+_OUTER_STATE_DIR = os.environ.get("HARN_WORKER_STATE_DIR")
+
+
 @pytest.fixture(autouse=True, scope="session")
-def _worker_state_dir(tmp_path_factory: pytest.TempPathFactory) -> object:
-    """Worker snapshots of the whole session go to a temporary directory."""
-    if os.environ.get("HARN_WORKER_STATE_DIR"):
+def _session_state_dir(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """Worker snapshots of module- and session-scoped fixtures go to a temporary directory
+    (each test then gets its own: :func:`_worker_state_dir`)."""
+    if _OUTER_STATE_DIR:
         yield None
         return
-    d = tmp_path_factory.mktemp("harn-workers")
+    d = tmp_path_factory.mktemp("harn-workers-session")
     os.environ["HARN_WORKER_STATE_DIR"] = str(d)
     try:
         yield d
     finally:
         os.environ.pop("HARN_WORKER_STATE_DIR", None)
+
+
+@pytest.fixture(autouse=True)
+def _worker_state_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> object:
+    """Each test's worker snapshots go to a temporary directory of its own."""
+    if _OUTER_STATE_DIR:
+        return None
+    d = tmp_path_factory.mktemp("harn-workers")
+    monkeypatch.setenv("HARN_WORKER_STATE_DIR", str(d))
+    return d
 
 
 def harnpy(
