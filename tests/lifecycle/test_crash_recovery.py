@@ -122,15 +122,17 @@ def test_a_resume_killed_mid_run_leaves_its_park_to_be_resumed_once(tmp_path: Pa
 
 
 def test_a_live_resume_is_never_taken_over(tmp_path: Path) -> None:
-    snap = _park(tmp_path)
+    snap = _park(tmp_path, step_ms=60_000)  # still in its tool while the other one tries
     p = _start_resume(tmp_path, snap)
     try:
         _wait_for(lambda: _steps(tmp_path) == 1)
         other = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
         assert other.returncode == 1 and "HARN-SUS-006" in other.stderr, other.stderr
+        assert _status(snap) == "running"
     finally:
+        p.send_signal(signal.SIGTERM)  # stops it: its park goes back
         p.communicate(timeout=60)
-    assert p.returncode == 0 and _status(snap) == "completed"
+    assert p.returncode == 143 and _status(snap) == "suspended"
     assert _steps(tmp_path) == 1
 
 
