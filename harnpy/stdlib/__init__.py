@@ -57,9 +57,11 @@ def load_all() -> None:
     import harnpy.stdlib.flow  # noqa: F401
     import harnpy.stdlib.formats  # noqa: F401
     import harnpy.stdlib.fs  # noqa: F401
+    import harnpy.stdlib.http  # noqa: F401
     import harnpy.stdlib.iters  # noqa: F401
     import harnpy.stdlib.jq  # noqa: F401
     import harnpy.stdlib.jsonlib  # noqa: F401
+    import harnpy.stdlib.kvstore  # noqa: F401
     import harnpy.stdlib.lists  # noqa: F401
     import harnpy.stdlib.mathlib  # noqa: F401
     import harnpy.stdlib.regexlib  # noqa: F401
