@@ -180,12 +180,13 @@ def test_ctrl_c_during_resume_keeps_the_worker_resumable(tmp_path: Path) -> None
     prog = """
 tool slow(ms: int) -> string {
   description "sleeps"
+  write_file("started", "1")
   sleep(ms)
   return "slept"
 }
 pipeline main() {
   llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "r"}}]})
-  llm_mock({tool_calls: [{name: "slow", arguments: {ms: 3000}}]})
+  llm_mock({tool_calls: [{name: "slow", arguments: {ms: 30000}}]})
   llm_mock({text: "finished ##DONE##"})
   const r = agent_loop("Do it.", nil, {provider: "mock", tools: tool_registry([slow]), persistent: true})
   println(r.snapshot_path)
@@ -206,7 +207,10 @@ pipeline main() {
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.5)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the resumed worker is inside the tool's sleep once this exists
+    assert (tmp_path / "started").exists(), "the resumed worker never reached its tool"
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
     assert proc.returncode == 130
