@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import queue
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -137,15 +138,75 @@ class Block:
         return STOP
 
 
+class ReadyQueue:
+    """FIFO of runnable threads with O(1) membership.
+
+    The deque keeps the order; a count of each thread's queued entries answers ``thread in
+    queue`` without scanning (waking one of 10,000 workers must not look at the other 9,999).
+    """
+
+    __slots__ = ("_order", "_count")
+
+    def __init__(self) -> None:
+        self._order: deque[Any] = deque()
+        self._count: dict[Any, int] = {}
+
+    def append(self, thread: Any) -> None:
+        """Queue ``thread`` at the back (even when it is queued already)."""
+        self._order.append(thread)
+        self._count[thread] = self._count.get(thread, 0) + 1
+
+    def append_once(self, thread: Any) -> None:
+        """Queue ``thread`` at the back unless it is queued already."""
+        if thread not in self._count:
+            self._order.append(thread)
+            self._count[thread] = 1
+
+    def popleft(self) -> Any:
+        """Remove and return the front thread; raises IndexError when empty."""
+        thread = self._order.popleft()
+        left = self._count[thread] - 1
+        if left:
+            self._count[thread] = left
+        else:
+            del self._count[thread]
+        return thread
+
+    def remove(self, thread: Any) -> None:
+        """Drop every queued entry of ``thread`` (O(queue)); raises ValueError when not queued."""
+        if self._count.pop(thread, 0) == 0:
+            raise ValueError("thread not queued")
+        self._order = deque(t for t in self._order if t is not thread)
+
+    def clear(self) -> None:
+        """Empty the queue."""
+        self._order.clear()
+        self._count.clear()
+
+    def __contains__(self, thread: object) -> bool:
+        return thread in self._count
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._order))
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __bool__(self) -> bool:
+        return bool(self._order)
+
+
 class Scheduler:
     """Ready queue, timers and host futures of one runtime."""
 
     def __init__(self, runtime: Any) -> None:
         self.runtime = runtime
-        self.ready: deque[Any] = deque()
+        self.ready = ReadyQueue()
         self.blocked: set[Any] = set()
         self.timers: list[Any] = []  # heap of [deadline_ms, seq, callback]
         self.futures: dict[concurrent.futures.Future[Any], Callable[[Any], None]] = {}
+        # futures that completed (put by their done-callback, on any thread), drained here
+        self._completed: queue.SimpleQueue[concurrent.futures.Future[Any]] = queue.SimpleQueue()
         self._seq = itertools.count()
 
     # ---- threads
@@ -158,8 +219,7 @@ class Scheduler:
         """Unblock ``thread`` and queue it to run (at most once in the queue)."""
         thread.blocked_on = None
         self.blocked.discard(thread)
-        if thread not in self.ready:
-            self.ready.append(thread)
+        self.ready.append_once(thread)
 
     # ---- timers and futures
 
@@ -187,6 +247,7 @@ class Scheduler:
     def on_future(self, fut: concurrent.futures.Future[Any], fn: Callable[[Any], None]) -> None:
         """Call ``fn(future)`` on the scheduler's thread once ``fut`` is done."""
         self.futures[fut] = fn
+        fut.add_done_callback(self._completed.put)
 
     def sleep(self, ms: float) -> Block:
         """A Block request that resumes after ``ms`` milliseconds on the runtime clock."""
@@ -250,24 +311,31 @@ class Scheduler:
 
     def _wait_for_event(self) -> bool:
         """Block until a timer or future fires; False when nothing can ever wake anyone."""
-        if self.futures:
-            import concurrent.futures
-
+        while self.futures:
             timeout = None
             if self.timers:
                 timeout = max(0.0, (self.timers[0][0] - self.runtime.clock.monotonic_ms()) / 1000)
             # wait in steps the host can represent; a step that ends early just loops
             stepped = timeout is None or timeout > _MAX_WAIT_S
-            done, _ = concurrent.futures.wait(
-                list(self.futures),
-                timeout=_MAX_WAIT_S if stepped else timeout,
-                return_when=concurrent.futures.FIRST_COMPLETED,
-            )
+            # completed futures arrive on a queue (O(1) per completion, not a scan of every
+            # future in flight); a future dropped from ``futures`` meanwhile is skipped
+            done: list[Any] = []
+            try:
+                done.append(self._completed.get(timeout=_MAX_WAIT_S if stepped else timeout))
+                while True:
+                    done.append(self._completed.get_nowait())
+            except queue.Empty:
+                pass
+            ran = False
             for fut in done:
-                cb = self.futures.pop(fut)
-                cb(fut)
-            if done or stepped:
+                cb = self.futures.pop(fut, None)
+                if cb is not None:
+                    ran = True
+                    cb(fut)
+            if ran or stepped:
                 return True
+            if not done:
+                break  # the timeout passed: a timer is due
         while self.timers and self.timers[0][2] is _cancelled:
             heapq.heappop(self.timers)
         if self.timers:
