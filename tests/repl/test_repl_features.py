@@ -57,7 +57,8 @@ def test_an_entry_that_cannot_become_valid_is_reported_at_once(tmp_path: Path) -
         child.expect(r"error\[E102\]: Unterminated string")
         child.expect(PROMPT)  # a fresh prompt, not the "  ... " continuation
         submit(child, "1 + 1")
-        child.expect("2")
+        # the value, ended by a newline (not a 2 inside an escape code such as "\x1b[?25h")
+        child.expect(r"(?<![0-9;?\[])2\r?\n")
         child.expect(PROMPT)
     finally:
         child.sendcontrol("d")
