@@ -117,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--max-depth", type=int, default=None, metavar="N", help="Harn frame limit (default: 10000)"
     )
+    run.add_argument(
+        "--store",
+        metavar="URL",
+        help="durable store for waitpoints (default: HARNPY_STORE; none: in memory)",
+    )
     run.set_defaults(handler=cmd_run, args=[])
 
     check = sub.add_parser("check", help="parse and statically check a file")
@@ -149,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doc.add_argument("name", metavar="NAME")
     doc.set_defaults(handler=_cmd_doc)
+
+    from harnpy.lifecycle.waitpoints.cli import add_subparsers as add_waitpoint_subparsers
+
+    add_waitpoint_subparsers(sub)
 
     repl = sub.add_parser("repl", help="interactive session")
     repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
@@ -411,6 +420,7 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
     rt = Runtime(argv=argv, **kwargs)
     if args is not None:
         _configure_llm(rt, args)
+        rt.store_option = getattr(args, "store", None)
     try:
         mod = rt.load_main(path, source)
     except DiagnosticError as e:
@@ -429,9 +439,23 @@ def run_source(path: str, source: str, argv: list[str], args: Any = None) -> int
         write_err(e.render() + "\n")
         return EXIT_USAGE
     except BaseException as e:  # noqa: BLE001 - _report_failure re-raises what is not ours
+        _settle_durable_run(rt, e)
         return _report_failure(e, rt)
     flush_stdout()
     return unchecked_failures_exit(rt)
+
+
+def _settle_durable_run(rt: Any, e: BaseException) -> None:
+    """A run that resumed itself from a durable waitpoint park and then failed commits
+    ``failed`` as its outcome (:func:`harnpy.lifecycle.waitpoints.durable.settle`)."""
+    from harnpy.runtime.errors import HarnError
+
+    st = getattr(rt, "waitpoint_state", None)
+    if st is None or st.fence is None or not isinstance(e, HarnError):
+        return
+    from harnpy.lifecycle.waitpoints.durable import settle
+
+    settle(rt, "failed", None, e.message)
 
 
 def unchecked_failures_exit(rt: Any) -> int:

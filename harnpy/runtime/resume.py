@@ -113,9 +113,20 @@ def checked_source(rec: dict[str, Any], snapshot_path: str) -> tuple[str, str]:
 
 def load_for_resume(snapshot_path: str, runtime: Any) -> Any:
     """Load ``snapshot_path`` into ``runtime`` and return the restored thread."""
-    from harnpy.runtime.snapshot import load_document, restore
+    from harnpy.runtime.snapshot import load_document
 
-    doc = load_document(snapshot_path)
+    return load_document_for_resume(load_document(snapshot_path), snapshot_path, runtime)
+
+
+def load_document_for_resume(doc: dict[str, Any], snapshot_path: str, runtime: Any) -> Any:
+    """Load the program snapshot ``doc`` (unsealed and validated already: a file's, or a
+    store checkpoint's) into ``runtime`` and return the restored thread. Sources are
+    looked for relative to ``snapshot_path`` and the working directory
+    (:func:`source_candidates`).
+
+    Raises SnapshotError (E404 / E406), DiagnosticError (a module does not compile)."""
+    from harnpy.runtime.snapshot import restore
+
     mains = [m for m in doc["modules"] if m.get("role") == "main"]
     if len(mains) != 1:
         raise SnapshotError("snapshot does not name exactly one main module", "E404")

@@ -105,6 +105,8 @@ class Runtime:
         #: Set by hosts whose programs cannot be resumed from a ``__snapshot_exit`` file (the
         #: REPL): the builtin refuses with this text instead of writing one.
         self.snapshot_exit_refusal: str | None = None
+        #: ``--store URL`` of ``harnpy run`` (durable waitpoints; None: ``HARNPY_STORE``).
+        self.store_option: str | None = None
         #: ``--llm-mock`` / ``--llm-mock-record`` files (set by the CLI).
         self.llm_cli_options: dict[str, Any] | None = None
         #: Agent services (LLM host, worker registry, events), created on first use by

@@ -42,6 +42,7 @@ PROVIDERS = (
     "harnpy.lifecycle.triggers.builtins",
     "harnpy.lifecycle.turns",
     "harnpy.lifecycle.workers",
+    "harnpy.lifecycle.waitpoints.builtins",
 )
 
 

@@ -1,0 +1,254 @@
+"""``harnpy waitpoint ls|show|complete|cancel|resume``: durable waitpoints from the shell.
+
+* ``harnpy waitpoint ls [--all] [--json]`` — open waitpoints (``--all``: every status, and
+  the timers of waits with a timeout), oldest first, with who waits on them.
+* ``harnpy waitpoint show ID [--json]`` — one waitpoint: status, value, waiters.
+* ``harnpy waitpoint complete ID [JSON] [--by NAME] [--resume] [--json]`` — complete it with
+  the JSON value (default ``null``; a string is ``'"text"'``). ``--resume`` then resumes,
+  in this process, the programs parked on it whose wait is over.
+* ``harnpy waitpoint cancel ID [--reason TEXT] [--by NAME] [--resume] [--json]``.
+* ``harnpy waitpoint resume [ID] [--watch] [--poll-ms N] [--llm-mock FILE]`` — resume the
+  parked programs whose wait is over (ID: only those parked on that waitpoint, or the
+  checkpoint ``prog-...`` itself), here, one after another; ``--watch`` keeps polling
+  until Ctrl-C (a minimal replica loop).
+
+The store is ``--store URL``, else ``HARNPY_STORE``. Exit status: 0 done; 1 the waitpoint
+is unknown or not open any more (``complete`` / ``cancel`` lost the race), or a resumed
+program failed or could not be restored; 2 usage error or a store that cannot be used
+(one line naming it); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+
+def add_subparsers(sub: Any) -> None:
+    """Add ``waitpoint`` (``ls``, ``show``, ``complete``, ``cancel``, ``resume``) to the
+    ``harnpy`` subcommand parser ``sub``."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--store", metavar="URL", help="store URL (default: HARNPY_STORE)")
+    wp = sub.add_parser("waitpoint", help="list, complete, cancel and resume durable waitpoints")
+    wsub = wp.add_subparsers(dest="waitpoint_command")
+    ls = wsub.add_parser("ls", parents=[common], help="list waitpoints")
+    ls.add_argument("--all", action="store_true", help="every status, timers too")
+    ls.add_argument("--json", action="store_true", help="JSON output")
+    show = wsub.add_parser("show", parents=[common], help="show one waitpoint")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true", help="JSON output")
+    comp = wsub.add_parser("complete", parents=[common], help="complete a waitpoint")
+    comp.add_argument("id")
+    comp.add_argument("value", nargs="?", default="null", help="the value, as JSON")
+    canc = wsub.add_parser("cancel", parents=[common], help="cancel a waitpoint")
+    canc.add_argument("id")
+    canc.add_argument("--reason", default=None, help="why (WaitpointCancelledError.reason)")
+    for p in (comp, canc):
+        p.add_argument("--by", default=None, help="who completes / cancels it")
+        p.add_argument("--resume", action="store_true", help="then resume its waiters here")
+        p.add_argument("--json", action="store_true", help="JSON output")
+    res = wsub.add_parser("resume", parents=[common], help="resume parked programs now")
+    res.add_argument("id", nargs="?", default=None, help="a waitpoint or checkpoint id")
+    res.add_argument("--watch", action="store_true", help="keep polling until Ctrl-C")
+    res.add_argument("--poll-ms", type=int, default=500, help="poll interval with --watch")
+    for p in (comp, canc, res):
+        p.add_argument("--llm-mock", metavar="FILE", help="mock LLM replies for resumed runs")
+    wp.set_defaults(handler=main)
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text.rstrip("\n") + "\n")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``harnpy waitpoint ...``; returns the exit status (module docstring)."""
+    from harnpy.store import StoreError, configured_store_url
+
+    cmd = getattr(args, "waitpoint_command", None)
+    if cmd is None:
+        _err("harnpy waitpoint: give ls, show ID, complete ID JSON, cancel ID or resume")
+        return 2
+    try:
+        url = configured_store_url(args.store)
+    except StoreError as e:
+        _err(f"harnpy waitpoint {cmd}: {e.message}")
+        return 2
+    if url is None or url.kind == "directory":
+        _err(
+            f"harnpy waitpoint {cmd}: no store named: give --store URL (sqlite:///PATH, "
+            "postgresql://...) or set HARNPY_STORE (durable waitpoints live in a store)"
+        )
+        return 2
+    value: Any = None
+    if cmd == "complete":
+        try:
+            value = json.loads(args.value)
+        except ValueError as e:
+            _err(
+                f"harnpy waitpoint complete: the value is not JSON ({e}); quote a string "
+                "as '\"text\"'"
+            )
+            return 2
+    if cmd == "resume" and args.poll_ms <= 0:
+        _err("harnpy waitpoint resume: --poll-ms must be positive")
+        return 2
+    try:
+        from harnpy.lifecycle.waitpoints.stores import shared_store
+
+        store = shared_store(url)
+        if cmd == "ls":
+            return _ls(store, args)
+        if cmd == "show":
+            return _show(store, args)
+        if cmd in ("complete", "cancel"):
+            return _finish(store, args, cmd, value)
+        return _resume(store, args)
+    except StoreError as e:
+        _err(f"harnpy: {e.message}")
+        return 2
+    except KeyboardInterrupt:
+        _err("harnpy: interrupted")
+        return 130
+
+
+def _row(rec: Any) -> dict[str, Any]:
+    from harnpy.lifecycle.waitpoints.model import iso_ms
+
+    d = rec.to_json()
+    d["created_at"] = iso_ms(rec.created_at_ms)
+    d["completed_at"] = iso_ms(rec.completed_at_ms)
+    d["kind"] = (rec.metadata or {}).get("kind") or "waitpoint"
+    d["waiters"] = [{"worker_id": w, "park_id": p} for w, p in rec.waiters]
+    return d
+
+
+def _ls(store: Any, args: argparse.Namespace) -> int:
+    recs = store.list_waitpoints(None if args.all else ("open",))
+    if not args.all:
+        recs = [r for r in recs if (r.metadata or {}).get("kind") != "timeout"]
+    if args.json:
+        sys.stdout.write(json.dumps([_row(r) for r in recs], ensure_ascii=False) + "\n")
+        return 0
+    if not recs:
+        sys.stdout.write("no open waitpoints\n" if not args.all else "no waitpoints\n")
+        return 0
+    lines = [("ID", "STATUS", "KIND", "CREATED", "WAITERS")]
+    for r in recs:
+        d = _row(r)
+        waiters = ",".join(w for w, _ in r.waiters) or "-"
+        lines.append((r.id, r.status, d["kind"], d["created_at"] or "-", waiters))
+    widths = [max(len(x[i]) for x in lines) for i in range(4)]
+    for ln in lines:
+        sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(ln[:4], widths, strict=True)))
+        sys.stdout.write("  " + ln[4] + "\n")
+    return 0
+
+
+def _show(store: Any, args: argparse.Namespace) -> int:
+    rec = store.get_waitpoint(args.id)
+    if rec is None:
+        _err(f"harnpy waitpoint show: no waitpoint {args.id} in {store.display}")
+        return 1
+    d = _row(rec)
+    if args.json:
+        sys.stdout.write(json.dumps(d, ensure_ascii=False) + "\n")
+        return 0
+    out = [
+        f"id:           {rec.id}",
+        f"status:       {rec.status}",
+        f"kind:         {d['kind']}",
+        f"created_at:   {d['created_at']}",
+    ]
+    if rec.completed_at_ms is not None:
+        out.append(f"finished_at:  {d['completed_at']} by {rec.completed_by or '-'}")
+    if rec.status == "completed":
+        out.append(f"value:        {json.dumps(rec.value, ensure_ascii=False)}")
+    if rec.error is not None and rec.status != "completed":
+        out.append(f"error:        {json.dumps(rec.error, ensure_ascii=False)}")
+    if rec.submission_key:
+        out.append(f"key:          {rec.submission_key}")
+    if rec.run_id:
+        out.append(f"run:          {rec.run_id}")
+    for w, p in rec.waiters:
+        out.append(f"waiter:       {w} (park {p or '-'})")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _llm(args: argparse.Namespace) -> dict[str, Any] | None:
+    mock = getattr(args, "llm_mock", None)
+    return {"mock_file": mock, "record_file": None} if mock else None
+
+
+def _report(results: list[Any]) -> int:
+    code = 0
+    for r in results:
+        if r.status in ("completed", "parked"):
+            what = "completed" if r.status == "completed" else "parked again"
+            _err(f"harnpy: resumed {r.worker_id}: {what}")
+        else:
+            _err(
+                f"harnpy: resumed {r.worker_id}: {r.status}"
+                + (f": {r.message}" if r.message else "")
+            )
+            code = 1
+    return code
+
+
+def _finish(store: Any, args: argparse.Namespace, cmd: str, value: Any) -> int:
+    from harnpy.lifecycle.waitpoints.durable import resume_waiters
+
+    if cmd == "complete":
+        won = store.complete_waitpoint(args.id, value, by=args.by)
+    else:
+        won = store.cancel_waitpoint(args.id, error={"reason": args.reason}, by=args.by)
+    rec = store.get_waitpoint(args.id)
+    if rec is None:
+        _err(f"harnpy waitpoint {cmd}: no waitpoint {args.id} in {store.display}")
+        return 1
+    if args.json:
+        d = _row(rec)
+        d["won"] = bool(won)
+        sys.stdout.write(json.dumps(d, ensure_ascii=False) + "\n")
+    code = 0
+    if not won:
+        _err(f"harnpy waitpoint {cmd}: {args.id} is {rec.status} already; nothing changed")
+        code = 1
+    elif not args.json:
+        sys.stdout.write(f"{args.id} {rec.status}\n")
+    if args.resume:
+        sys.stdout.flush()
+        code = max(code, _report(resume_waiters(store, args.id, llm_options=_llm(args))))
+    return code
+
+
+def _resume(store: Any, args: argparse.Namespace) -> int:
+    from harnpy.lifecycle.waitpoints import durable
+
+    def one_pass() -> list[Any]:
+        if args.id is None:
+            return durable.resume_ready(store, llm_options=_llm(args))
+        durable.time_out_due(store)
+        if store.get_waitpoint(args.id) is not None:
+            return durable.resume_waiters(store, args.id, llm_options=_llm(args))
+        if store.checkpoint_info(args.id) is None:
+            raise LookupError(args.id)
+        r = durable.resume_checkpoint(store, args.id, llm_options=_llm(args))
+        return [r] if r is not None else []
+
+    code = 0
+    try:
+        while True:
+            results = one_pass()
+            sys.stdout.flush()
+            code = max(code, _report(results))
+            if not args.watch:
+                break
+            time.sleep(args.poll_ms / 1000.0)
+    except LookupError:
+        _err(f"harnpy waitpoint resume: no waitpoint or checkpoint {args.id} in {store.display}")
+        return 1
+    return code

@@ -1,0 +1,345 @@
+"""Durable waitpoints on both store backends (issue 10 points 2 and 3): a program parks on
+a waitpoint in one process, the waitpoint is completed from another, and a third resumes
+the program right after the wait with its locals intact; completion before and after the
+checkpoint commits; timeouts; cancellation; replay-stable submission keys; a wait inside a
+tool handler called by agent_loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.waitpoints.helpers import run
+
+PARK = """
+import "std/waitpoint"
+
+fn step(n) {
+  let local = "kept-" + to_string(n)
+  var counter = n * 2
+  let wp = create({id: "approval"})
+  println("created " + wp.id + " " + wp.status)
+  let got = wait(wp)
+  counter = counter + 1
+  println("resumed with " + json_stringify(got.value) + ", " + local + ", " + to_string(counter))
+  return got.value.ok
+}
+
+pipeline main() {
+  println("start")
+  let r = step(7)
+  println("result " + to_string(r))
+}
+"""
+
+
+def _store(url: str):  # type: ignore[no-untyped-def]
+    from harnpy.store import open_store
+
+    return open_store(url)
+
+
+def test_park_complete_resume_in_three_processes(tmp_path: Path, store_url: str) -> None:
+    (tmp_path / "park.harn").write_text(PARK, encoding="utf-8")
+    first = run("run", "park.harn", cwd=tmp_path, store=store_url)
+    assert first.returncode == 3, first.stderr
+    assert first.stdout.splitlines() == ["start", "created approval open"]
+    assert "parked on waitpoint approval" in first.stderr
+
+    listed = run("waitpoint", "ls", "--json", cwd=tmp_path, store=store_url)
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [r["id"] for r in rows] == ["approval"]
+    assert rows[0]["waiters"] and rows[0]["waiters"][0]["worker_id"].startswith("prog-")
+
+    early = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert early.returncode == 0 and early.stdout == "", early.stderr  # not ready: nothing
+
+    done = run("waitpoint", "complete", "approval", '{"ok": true}', cwd=tmp_path, store=store_url)
+    assert done.returncode == 0, done.stderr
+    again = run("waitpoint", "complete", "approval", '{"ok": false}', cwd=tmp_path, store=store_url)
+    assert again.returncode == 1 and "completed already" in again.stderr
+
+    resumed = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines() == [
+        'resumed with {"ok":true}, kept-7, 15',
+        "result true",
+    ]
+    twice = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert twice.returncode == 0 and twice.stdout == ""  # resumed exactly once
+
+    st = _store(store_url)
+    infos = [i for i in st.list_checkpoints() if i.mode == "program"]
+    assert [i.status for i in infos] == ["completed"]
+
+
+def test_completion_before_the_checkpoint_commits(tmp_path: Path, store_url: str) -> None:
+    """The waitpoint is completed by another store connection while the waiting program
+    commits its checkpoint: the program sees it when it registers as a waiter, wins its own
+    checkpoint back and goes on in the same process."""
+    from harnpy.lifecycle.waitpoints.stores import shared_store
+    from harnpy.runtime.runtime import Runtime
+    from harnpy.store import open_store
+
+    src = tmp_path / "park.harn"
+    src.write_text(PARK, encoding="utf-8")
+    other = open_store(store_url)  # another "process": its own connection
+    mine = shared_store(store_url)
+    real_put = mine.put_checkpoint
+    calls: list[str] = []
+
+    def put_then_complete(worker_id, body, meta, **kw):  # type: ignore[no-untyped-def]
+        calls.append(meta.status)
+        if meta.status == "suspended":
+            assert other.complete_waitpoint("approval", {"ok": "early"}, by="test")
+        return real_put(worker_id, body, meta, **kw)
+
+    mine.put_checkpoint = put_then_complete  # type: ignore[method-assign]
+    out: list[str] = []
+    try:
+        rt = Runtime(stdout=out.append, stderr=out.append)
+        rt.store_option = store_url
+        cwd = os.getcwd()
+        os.chdir(tmp_path)
+        try:
+            rt.run_module(rt.load_main(str(src), PARK))
+        finally:
+            os.chdir(cwd)
+    finally:
+        del mine.put_checkpoint
+    text = "".join(out)
+    assert 'resumed with {"ok":"early"}, kept-7, 15' in text
+    assert calls == ["suspended", "completed"]
+    info = [i for i in other.list_checkpoints() if i.mode == "program"]
+    assert [i.status for i in info] == ["completed"]
+    # nobody else can resume it again
+    again = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert again.returncode == 0 and again.stdout == ""
+
+
+def test_complete_from_a_script_and_resume_on_complete(tmp_path: Path, store_url: str) -> None:
+    (tmp_path / "park.harn").write_text(PARK, encoding="utf-8")
+    (tmp_path / "approve.harn").write_text(
+        'import "std/waitpoint"\npipeline main() {\n'
+        '  println(complete("approval", {ok: "script"}, {by: "bot"}).completed_by)\n}\n',
+        encoding="utf-8",
+    )
+    assert run("run", "park.harn", cwd=tmp_path, store=store_url).returncode == 3
+    approve = run("run", "approve.harn", cwd=tmp_path, store=store_url)
+    assert approve.returncode == 0, approve.stderr
+    assert approve.stdout == "bot\n"
+    shown = run("waitpoint", "show", "approval", "--json", cwd=tmp_path, store=store_url)
+    assert json.loads(shown.stdout)["value"] == {"ok": "script"}
+    resumed = run("waitpoint", "resume", "approval", cwd=tmp_path, store=store_url)
+    assert resumed.returncode == 0, resumed.stderr
+    assert 'resumed with {"ok":"script"}, kept-7, 15' in resumed.stdout
+
+
+FANIN = """
+import "std/waitpoint"
+
+pipeline main() {
+  let a = create("a")
+  let b = create("b")
+  let t = create("t")
+  try {
+    let both = wait([a, b], {timeout: 1h})
+    println("fan-in " + both[0].value + both[1].value)
+  } catch e {
+    println("unexpected " + e.name)
+  }
+  try {
+    wait(t, {timeout: 50ms})
+  } catch e {
+    println(e.name + " " + e.category)
+  }
+  let c = create("c")
+  try {
+    wait(c)
+  } catch e {
+    println(e.name + " " + e.reason)
+  }
+}
+"""
+
+
+def test_fan_in_timeout_and_cancel_across_processes(tmp_path: Path, store_url: str) -> None:
+    (tmp_path / "p.harn").write_text(FANIN, encoding="utf-8")
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    assert run("waitpoint", "complete", "a", '"x"', cwd=tmp_path, store=store_url).returncode == 0
+    half = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert half.stdout == ""  # b is still open: fan-in waits for both
+    r = run("waitpoint", "complete", "b", '"y"', "--resume", cwd=tmp_path, store=store_url)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["b completed", "fan-in xy"]  # parked again on t
+    assert "parked again" in r.stderr
+    time.sleep(0.1)
+    r = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["WaitpointTimeoutError timeout"]  # then parks on c
+    r = run(
+        "waitpoint", "cancel", "c", "--reason", "rejected", "--resume",
+        cwd=tmp_path, store=store_url,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["c cancelled", "WaitpointCancelledError rejected"]
+    st = _store(store_url)
+    timers = [w for w in st.list_waitpoints() if w.metadata.get("kind") == "timeout"]
+    # the fan-in's timer was cancelled when it ended; the second wait's timer fired
+    assert sorted(w.status for w in timers) == ["cancelled", "timed_out"]
+
+
+KEYS = """
+import "std/waitpoint"
+
+pipeline main() {
+  let first = create()
+  println("first " + first.id)
+  wait(first)
+  let second = create()
+  println("second " + second.id)
+  if env("CRASH") == "1" {
+    sleep(60s)
+  }
+  wait(second)
+  println("done")
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_retried_resume_gets_the_same_waitpoint(tmp_path: Path, store_url: str) -> None:
+    """A resume killed after it created a waitpoint is retried from the checkpoint: the
+    replay derives the same submission key, so the same waitpoint comes back."""
+    (tmp_path / "p.harn").write_text(KEYS, encoding="utf-8")
+    r = run("run", "p.harn", cwd=tmp_path, store=store_url)
+    assert r.returncode == 3, r.stderr
+    first = r.stdout.split()[1]
+    assert run("waitpoint", "complete", first, cwd=tmp_path, store=store_url).returncode == 0
+    env = dict(os.environ, HARNPY_STORE=store_url, CRASH="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harnpy", "waitpoint", "resume"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("second ")
+    second = line.split()[1]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    retry = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert retry.returncode == 0, retry.stderr
+    assert retry.stdout.splitlines() == [f"second {second}"]  # the same waitpoint
+    st = _store(store_url)
+    assert len([w for w in st.list_waitpoints() if w.metadata.get("kind") == "waitpoint"]) == 2
+    fin = run("waitpoint", "complete", second, "--resume", cwd=tmp_path, store=store_url)
+    assert fin.returncode == 0, fin.stderr
+    assert fin.stdout.splitlines() == [f"{second} completed", "done"]
+
+
+TOOL = """
+import "std/waitpoint"
+
+fn tools() {
+  return tool_define(tool_registry(), "ask_human", "ask a person", {
+    parameters: {question: "string"},
+    handler: { args ->
+      let asked = "asked: " + args.question
+      let wp = create({id: "human"})
+      let answer = wait(wp)
+      return asked + " -> " + answer.value
+    },
+  })
+}
+
+pipeline main() {
+  llm_mock({text: "let me ask", tool_calls: [{name: "ask_human", arguments: {question: "ok?"}}]})
+  llm_mock({text: "all done"})
+  println("before the loop")
+  let r = agent_loop("decide", nil, {provider: "mock", tools: tools(), max_iterations: 3})
+  println("after the loop: " + r.status)
+  println(r.tool_calls.map({ c -> c.name + "=" + to_string(c.result) }))
+}
+"""
+
+
+def test_wait_inside_a_tool_handler_resumes_mid_function(tmp_path: Path, store_url: str) -> None:
+    (tmp_path / "p.harn").write_text(TOOL, encoding="utf-8")
+    first = run("run", "p.harn", cwd=tmp_path, store=store_url)
+    assert first.returncode == 3, first.stderr
+    assert first.stdout.splitlines() == ["before the loop"]
+    r = run("waitpoint", "complete", "human", '"yes"', "--resume", cwd=tmp_path, store=store_url)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "human completed"
+    assert lines[1].startswith("after the loop: ")
+    assert lines[2].startswith("[ask_human=asked: ok? -> yes")
+
+
+def test_bad_store_and_bad_values_are_one_line(tmp_path: Path) -> None:
+    r = run("waitpoint", "ls", cwd=tmp_path)
+    assert r.returncode == 2 and "no store named" in r.stderr
+    url = f"sqlite://{tmp_path / 's.db'}"
+    r = run("waitpoint", "complete", "x", "{nope", cwd=tmp_path, store=url)
+    assert r.returncode == 2 and "not JSON" in r.stderr
+    r = run("waitpoint", "complete", "x", "1", cwd=tmp_path, store=url)
+    assert r.returncode == 1 and "no waitpoint x" in r.stderr
+    r = run("waitpoint", "ls", cwd=tmp_path, store="postgresql://nobody@127.0.0.1:1/x")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "cannot connect" in r.stderr
+    (tmp_path / "p.harn").write_text('waitpoint_wait(waitpoint_create("z"))\n', encoding="utf-8")
+    r = run("run", "p.harn", cwd=tmp_path, store="postgresql://nobody@127.0.0.1:1/x")
+    assert r.returncode == 1 and "E411" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_live_task_makes_the_wait_poll_instead_of_parking(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 's.db'}"
+    (tmp_path / "p.harn").write_text(
+        """
+pipeline main() {
+  let wp = waitpoint_create("w")
+  let t = spawn {
+    sleep(300ms)
+    waitpoint_complete("w", "from the task")
+  }
+  println(waitpoint_wait(wp).value)
+}
+""",
+        encoding="utf-8",
+    )
+    r = run("run", "p.harn", cwd=tmp_path, store=url)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "from the task\n"
+    assert "cannot park the program" in r.stderr
+
+
+def test_the_python_api_hosts_call(tmp_path: Path, store_url: str) -> None:
+    from harnpy.lifecycle.waitpoints import cancel_waitpoint, complete_waitpoint, resume_waiters
+
+    (tmp_path / "p.harn").write_text(
+        'import "std/waitpoint"\npipeline main() {\n  try {\n    wait(create("api"))\n'
+        '  } catch e {\n    println("cancelled: " + e.reason)\n  }\n}\n',
+        encoding="utf-8",
+    )
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    assert resume_waiters(store_url, "api") == []  # still open: nothing to resume
+    assert cancel_waitpoint(store_url, "api", reason="declined", by="host") is True
+    assert cancel_waitpoint(store_url, "api") is False
+    assert complete_waitpoint(store_url, "api", 1) is False  # not open any more
+    out: list[str] = []
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        results = resume_waiters(store_url, "api", stdout=out.append)
+    finally:
+        os.chdir(cwd)
+    assert [(r.status, r.exit_code) for r in results] == [("completed", 0)]
+    assert "".join(out) == "cancelled: declined\n"
+    assert resume_waiters(store_url, "api") == []  # exactly once
