@@ -144,14 +144,29 @@ class ModuleContext:
 _CODE_NODES = (A.FnDecl, A.ClosureExpr, A.ToolDecl, A.PipelineDecl)
 
 
-def referenced_names(node: A.Node) -> set[str]:
-    """All identifier names used anywhere under ``node`` (including nested functions)."""
+def referenced_names(node: A.Node, memo: dict[int, frozenset[str]] | None = None) -> set[str]:
+    """All identifier names used anywhere under ``node`` (including nested functions).
+
+    With ``memo`` (``id(code node) -> its names``, kept by the caller for one compilation
+    while the nodes are alive), the names of each nested function are computed once and
+    reused, so asking for every function of a deeply nested program stays linear in its
+    size (times the number of distinct names) instead of re-walking each subtree.
+    """
     out: set[str] = set()
-    for n in A.walk(node):
-        if type(n) is A.Name:
-            out.add(n.id)
-        elif type(n) is A.Call:
-            out.add(n.func.id)
+    for n in _local_nodes(node):
+        t = type(n)
+        if t is A.Name:
+            out.add(n.id)  # type: ignore[attr-defined]
+        elif t is A.Call:
+            out.add(n.func.id)  # type: ignore[attr-defined]
+        elif n is not node and isinstance(n, _CODE_NODES):
+            if memo is None:
+                out |= referenced_names(n)
+                continue
+            inner = memo.get(id(n))
+            if inner is None:
+                inner = memo[id(n)] = frozenset(referenced_names(n, memo))
+            out |= inner
     return out
 
 
@@ -382,6 +397,7 @@ class Compiler:
         self.b: FnBuilder = None  # type: ignore[assignment]
         self.declared_globals: dict[str, str] = {}
         self._suspends_memo: dict[int, bool] = {}
+        self._names_memo: dict[int, frozenset[str]] = {}
 
     # ================================================================ entry points
 
@@ -466,10 +482,18 @@ class Compiler:
                 and type(body[0]) is A.ExprStmt
                 and not self.suspends(body[0].value)
             ):
+                # A call-free expression emits no instructions: its ev is both the inline
+                # fast path and the frame's return value. Compiled once (compiling it twice
+                # would double the work at every level of nested closures: exponential).
+                b.span = body[0].span
                 mark = b.mark()
-                code.pure_ev = self.expr(body[0].value)
-                del b.ir[mark:]  # a call-free expression emits nothing; be safe anyway
-            result = self.block_stmts(body, want_value=is_closure)
+                code.pure_ev = ev = self.expr(body[0].value)
+                del b.ir[mark:]  # be safe anyway
+                slot = b.temp()
+                b.emit(I.op_store, slot, ev)
+                result: Ev | None = _slot_ev(slot)
+            else:
+                result = self.block_stmts(body, want_value=is_closure)
             b.span = node.body.span
             b.emit(I.op_return, result or _const(None), nxt=False)
             return self._finish(b)
@@ -1101,18 +1125,13 @@ class Compiler:
 
     def e_InterpString(self, e: A.InterpString) -> Ev:
         parts: list[Any] = []
-        for p in e.parts:
+        later = self._later_suspends(e.parts)  # one reverse scan: linear in the parts
+        for i, p in enumerate(e.parts):
             if isinstance(p, str):
                 parts.append(p)
             else:
-                parts.append(
-                    self.spill(self.expr(p)) if self._has_later_calls(e, p) else self.expr(p)
-                )
+                parts.append(self.spill(self.expr(p)) if later[i] else self.expr(p))
         return _interp_ev(parts)
-
-    def _has_later_calls(self, e: A.InterpString, p: A.Expr) -> bool:
-        idx = e.parts.index(p)
-        return any(not isinstance(q, str) and self.suspends(q) for q in e.parts[idx + 1 :])
 
     def e_Name(self, e: A.Name) -> Ev:
         return self.name_ev(e.id, e.span)
@@ -1316,7 +1335,7 @@ class Compiler:
     def closure_expr(self, node: Any, self_name: str | None) -> Ev:
         """Compile a nested function and return an ev that creates the closure value."""
         b = self.b
-        names = referenced_names(node)
+        names = referenced_names(node, self._names_memo)
         for p in node.params:
             names.discard(p.name)  # a parameter shadows any outer name
         captures: list[tuple[str, int | str, bool]] = []

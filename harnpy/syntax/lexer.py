@@ -31,8 +31,8 @@ Invariant: this module builds no AST itself and never evaluates anything.
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,6 +205,8 @@ _IDENT = re.compile(r"[^\W\d]\w*")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _PLAIN_CHUNK = re.compile(r'[^"\\\n$]+')
 _TRIPLE_CHUNK = re.compile(r'[^"$]+')
+_BLANK = re.compile(r"\s*")
+_BRACE_OR_NL = {"{}": re.compile(r"[{}]"), "{}\n": re.compile(r"[{}\n]")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,12 +218,39 @@ class Segment:
     end: int
     line: int
     col: int
+    line_start: int
 
 
-SegmentParser = Callable[[str, int, int, int, int], Any]
-"""``(text, start, end, line, line_start) -> Expr``: parses ``text[start:end]`` as one
-expression whose first character is at ``line`` (1-based), ``line_start`` being the offset of
-that line's first character."""
+SegmentParser = Callable[["LexInput", int, int, int, int], Any]
+"""``(inp, start, end, line, line_start) -> Expr``: parses ``inp.text[start:end]`` (a segment
+of the string being lexed from ``inp``) as one expression whose first character is at ``line``
+(1-based), ``line_start`` being the offset of that line's first character."""
+
+#: How deep ``${...}`` interpolations may nest inside one another (each level is a parse of
+#: its own on Python's stack); deeper is ``E109``.
+MAX_INTERPOLATION_DEPTH = 200
+E_NESTED_TOO_DEEPLY = "E109"
+
+
+class BraceIndex:
+    """Facts about one source text shared by the lexers of all its interpolation segments, so
+    nested ``${...}`` cost linear time in total: ``close`` maps the offset of a ``{`` to the
+    offset of the ``}`` that matches it by counting braces only (spec 1.7), recorded for
+    every ``{`` a scan passes; ``newlines`` lists the offsets of the text's newlines (built
+    on first use)."""
+
+    __slots__ = ("close", "newlines")
+
+    def __init__(self) -> None:
+        self.close: dict[int, int] = {}
+        self.newlines: list[int] | None = None
+
+    def has_newline(self, text: str, start: int, stop: int) -> bool:
+        """Whether ``text[start:stop]`` holds a newline (O(log n) after the first call)."""
+        if self.newlines is None:
+            self.newlines = [m.start() for m in re.finditer("\n", text)]
+        i = bisect.bisect_left(self.newlines, start)
+        return i < len(self.newlines) and self.newlines[i] < stop
 
 
 @dataclass(slots=True)
@@ -230,7 +259,9 @@ class LexInput:
 
     ``line``/``line_start`` give the position of ``start`` (1-based line, offset of that line's
     first character) so slices (interpolation segments) keep real file positions;
-    ``segment`` is true for such a slice (error messages then say "interpolation").
+    ``segment`` is true for such a slice (error messages then say "interpolation");
+    ``depth`` counts the interpolations it is nested in; ``braces`` is shared by every
+    slice of one text (:class:`BraceIndex`).
     ``token_filter`` is set by the lexer, for error reporting after a failed parse.
     """
 
@@ -243,6 +274,8 @@ class LexInput:
     parse_segment: SegmentParser | None = None
     segment: bool = False
     token_filter: _TokenFilter | None = field(default=None, repr=False)
+    depth: int = 0
+    braces: BraceIndex = field(default_factory=BraceIndex, repr=False)
 
     def __post_init__(self) -> None:
         if self.end < 0:
@@ -319,6 +352,9 @@ class _Scanner:
         self.end = inp.end
         self.line = inp.line
         self.line_start = inp.line_start
+        self.braces = inp.braces
+        # (offset, line, line start) of the last interpolation found in the current string
+        self._cursor = (0, 0, 0)
         if self.pos == 0 and self.text.startswith("\ufeff"):
             # A UTF-8 byte order mark (editors on Windows write one) is not part of the
             # program; columns on line 1 count from after it.
@@ -469,31 +505,50 @@ class _Scanner:
 
     def _interp_end(self, i: int, multiline: bool) -> int:
         """Index of the ``}`` closing a ``${`` whose body starts at ``i``, counting braces
-        only (quotes inside are not special, spec 1.7); -1 if none."""
+        only (quotes inside are not special, spec 1.7); -1 if none. Every ``{`` the scan
+        passes gets its match recorded in :attr:`braces`, so the nested strings of the
+        segment's own lexer find their ends without scanning again."""
         text, end = self.text, self.end
-        depth = 1
+        known = self.braces.close
+        close = known.get(i - 1)
+        if close is not None and close < end:
+            if not multiline and self.braces.has_newline(text, i, close):
+                return -1
+            return close
+        opened: list[int] = []
+        stop = "{}" if multiline else "{}\n"
         while i < end:
+            m = _BRACE_OR_NL[stop].search(text, i, end)
+            if m is None:
+                return -1
+            i = m.start()
             c = text[i]
             if c == "{":
-                depth += 1
+                opened.append(i)
             elif c == "}":
-                depth -= 1
-                if depth == 0:
+                if not opened:
                     return i
-            elif c == "\n" and not multiline:
+                known[opened.pop()] = i
+            else:  # a newline ends a plain string
                 return -1
             i += 1
         return -1
 
     def _segment(self, dollar: int, close: int) -> Segment:
-        # self.line is still the line where the string token began
-        line = self.line + self.text.count("\n", self.line_start, dollar)
-        col = dollar - (self.text.rfind("\n", 0, dollar) + 1) + 1
-        return Segment(dollar + 2, close, line, col)
+        # The line of `dollar` is found from the previous segment of the same string (or
+        # the string's start): linear in the string's length however many segments it has.
+        pos, line, line_start = self._cursor
+        n = self.text.count("\n", pos, dollar)
+        if n:
+            line += n
+            line_start = self.text.rfind("\n", pos, dollar) + 1
+        self._cursor = (dollar, line, line_start)
+        return Segment(dollar + 2, close, line, dollar - line_start + 1, line_start)
 
     def _plain_string(self, pos: int, line: int, col: int) -> Token:
         text, end = self.text, self.end
         i = pos + 1
+        self._cursor = (pos, self.line, self.line_start)
         parts: list[Any] = []
         buf: list[str] = []
         while True:
@@ -535,6 +590,7 @@ class _Scanner:
     def _triple_string(self, pos: int, line: int, col: int) -> Token:
         text, end = self.text, self.end
         i = pos + 3
+        self._cursor = (pos, self.line, self.line_start)
         if text.startswith("\n", i):
             i += 1
         elif text.startswith("\r\n", i):
@@ -581,15 +637,24 @@ class _Scanner:
                 values.append(part)
                 continue
             seg: Segment = part
-            if not self.text[seg.start : seg.end].strip():
+            if _BLANK.fullmatch(self.text, seg.start, seg.end):
                 raise self._error(E_INTERPOLATION, "empty interpolation `${}`", seg.start - 2)
             if self.inp.parse_segment is None:
                 raise self._error(E_INTERPOLATION, "interpolation is not allowed here", seg.start)
-            seg_line_start = self.text.rfind("\n", 0, seg.start) + 1
+            if self.inp.depth >= MAX_INTERPOLATION_DEPTH:
+                raise self._error(
+                    E_NESTED_TOO_DEEPLY,
+                    f"interpolations nested more than {MAX_INTERPOLATION_DEPTH} deep",
+                    seg.start - 2,
+                )
             values.append(
-                self.inp.parse_segment(self.text, seg.start, seg.end, seg.line, seg_line_start)
+                self.inp.parse_segment(self.inp, seg.start, seg.end, seg.line, seg.line_start)
             )
-        return self._token("ISTRING", tuple(values), start, stop, line, col)
+        # The token's text is not its value here: Token is a str built from its value, and the
+        # str() of nested parts would cost time quadratic in the nesting.
+        tok = self._token("ISTRING", "", start, stop, line, col)
+        tok.value = tuple(values)
+        return tok
 
 
 # --------------------------------------------------------------------------- filter
@@ -601,11 +666,15 @@ def lr_accepts(
     """Exact LR check: from ``state_stack``, does ``term`` get shifted after the reductions it
     triggers? (A state's action table alone is not enough: LALR merges look-aheads.) For
     ``$END`` pass the parse's ``end_state``: reaching it means the input may end here."""
-    stack = list(state_stack)
+    # The stack is simulated without copying it (parses may be thousands of states deep):
+    # ``state_stack[:base] + extra``.
+    base = len(state_stack)
+    extra: list[Any] = []
     while True:
-        if term == "$END" and stack[-1] == end_state:
+        top = extra[-1] if extra else state_stack[base - 1]
+        if term == "$END" and top == end_state:
             return True
-        action = states[stack[-1]].get(term)
+        action = states[top].get(term)
         if action is None:
             return False
         kind, arg = action
@@ -613,11 +682,15 @@ def lr_accepts(
             return True
         n = len(arg.expansion)
         if n:
-            del stack[-n:]
-        goto = states[stack[-1]].get(arg.origin.name)
+            k = min(n, len(extra))
+            if k:
+                del extra[len(extra) - k :]
+            base -= n - k
+        top = extra[-1] if extra else state_stack[base - 1]
+        goto = states[top].get(arg.origin.name)
         if goto is None:
             return False
-        stack.append(goto[1])
+        extra.append(goto[1])
 
 
 class _LexError:
@@ -638,8 +711,15 @@ class _TokenFilter:
     def __init__(self, inp: LexInput, parser_state: Any) -> None:
         self.inp = inp
         self.scanner = _Scanner(inp)
-        self.buf: deque[Token | _LexError] = deque()
+        # Raw tokens read ahead: ``buf[head:]`` (a list, so ``peek(i)`` is O(1) however far
+        # ahead it looks; consumed items are dropped in batches).
+        self.buf: list[Token | _LexError] = []
+        self.head = 0
         self.done = False
+        # ``{`` start offset -> does a ``->`` follow at its depth before its closer? Filled
+        # for every ``{`` a look-ahead scan passes, so nested braces are classified in
+        # linear total time (see :meth:`_arrow_ahead`).
+        self.arrow_memo: dict[int, bool] = {}
         self.parser_state = parser_state
         self.states = parser_state.parse_conf.states
         self.last: Token | None = None
@@ -650,6 +730,7 @@ class _TokenFilter:
 
     def _fill(self, n: int) -> bool:
         """Make sure ``buf`` holds at least ``n`` items if the input has them."""
+        n += self.head
         while len(self.buf) < n and not self.done:
             try:
                 tok = self.scanner.scan()
@@ -667,7 +748,7 @@ class _TokenFilter:
         """The raw token ``i`` positions ahead (None at the end or at a lexing error)."""
         if not self._fill(i + 1):
             return None
-        tok = self.buf[i]
+        tok = self.buf[self.head + i]
         return tok if isinstance(tok, Token) else None
 
     def _ahead(self, i: int = 0, skip_nl: bool = False) -> Iterator[Token]:
@@ -684,7 +765,11 @@ class _TokenFilter:
     def _next_raw(self) -> Token | None:
         if not self._fill(1):
             return None
-        tok = self.buf.popleft()
+        tok = self.buf[self.head]
+        self.head += 1
+        if self.head >= 1024 and self.head * 2 >= len(self.buf):
+            del self.buf[: self.head]
+            self.head = 0
         if isinstance(tok, _LexError):
             raise tok.error
         return tok
@@ -713,14 +798,14 @@ class _TokenFilter:
         if nxt.type == "NAME" and nxt.value in _JOIN_WORDS:
             return False
         if nxt.type == "LBRACE":
-            kind = self._classify_brace(i + 1, allow_struct=False)
+            kind = self._classify_brace(i + 1, nxt, allow_struct=False)
             if kind in ("_LBLOCK", "_LCLOSURE"):
                 return False
         return True
 
-    def _classify_brace(self, content: int, allow_struct: bool) -> str | None:
-        """Kind of the ``{`` whose contents start at raw position ``content``, among the
-        kinds the parser accepts now; None if it accepts none."""
+    def _classify_brace(self, content: int, brace: Token, allow_struct: bool) -> str | None:
+        """Kind of ``brace`` (a ``{`` whose contents start at raw position ``content``),
+        among the kinds the parser accepts now; None if it accepts none."""
         last = self.last
         if (
             allow_struct
@@ -731,7 +816,7 @@ class _TokenFilter:
             and self._struct_ahead(content)
         ):
             return "_LSTRUCT"
-        if self.accepts("_LCLOSURE") and self._arrow_ahead(content):
+        if self.accepts("_LCLOSURE") and self._arrow_ahead(content, brace):
             return "_LCLOSURE"
         if self.accepts("_LBLOCK"):
             return "_LBLOCK"
@@ -751,19 +836,43 @@ class _TokenFilter:
             return second is not None and second.type == "COLON"
         return False
 
-    def _arrow_ahead(self, content: int) -> bool:
-        depth = 0
+    def _arrow_ahead(self, content: int, brace: Token) -> bool:
+        """Is there a ``->`` at depth 0 between ``brace`` (whose contents start at raw
+        position ``content``) and its closer (any closer at depth 0 ends the search)?
+
+        The scan records the answer for every ``{`` it passes (a stack of the brackets open
+        in it, each with "arrow seen at its own depth"), so a ``{`` met again later is
+        answered from :attr:`arrow_memo`: nested braces cost linear time in total."""
+        memo = self.arrow_memo
+        key = brace.start_pos
+        hit = memo.get(key)  # type: ignore[arg-type]
+        if hit is not None:
+            return hit
+        # open brackets inside the scan: [start_pos of a `{` or -1 for ( [, arrow seen]
+        opened: list[list[Any]] = []
+        found = False
         for tok in self._ahead(content):
             t = tok.type
             if t in ("LPAR", "LSQB", "LBRACE"):
-                depth += 1
+                opened.append([tok.start_pos if t == "LBRACE" else -1, False])
             elif t in ("RPAR", "RSQB", "RBRACE"):
-                if depth == 0:
-                    return False
-                depth -= 1
-            elif t == "ARROW" and depth == 0:
-                return True
-        return False
+                if not opened:
+                    break
+                pos, seen = opened.pop()
+                if pos >= 0:
+                    memo[pos] = seen
+            elif t == "ARROW":
+                if not opened:
+                    found = True
+                    break
+                opened[-1][1] = True
+        else:
+            # end of input: a `{` left open has an arrow only if one was seen at its depth
+            for pos, seen in opened:
+                if pos >= 0:
+                    memo[pos] = seen
+        memo[key] = found  # type: ignore[index]
+        return found
 
     def _type_args_ahead(self) -> bool:
         depth = 1
@@ -859,9 +968,9 @@ class _TokenFilter:
             elif typ == "NAME":
                 typ = self._word_type(tok)
             elif typ == "LBRACE":
-                kind = self._classify_brace(0, allow_struct=True)
+                kind = self._classify_brace(0, tok, allow_struct=True)
                 if kind is None:
-                    kind = "_LCLOSURE" if self._arrow_ahead(0) else "_LDICT"
+                    kind = "_LCLOSURE" if self._arrow_ahead(0, tok) else "_LDICT"
                 typ = kind
             elif typ == "QMARK":
                 tok = self._question(tok)

@@ -90,14 +90,26 @@ _SIMPLE_SEGMENT = re.compile(r"[ \t]*([^\W\d]\w*)[ \t]*")
 
 
 def _segment_parser(path: str) -> Any:
-    def parse_segment(text: str, start: int, end: int, line: int, line_start: int) -> Any:
+    def parse_segment(outer: LexInput, start: int, end: int, line: int, line_start: int) -> Any:
+        text = outer.text
         simple = _SIMPLE_SEGMENT.fullmatch(text, start, end)
         if simple and simple.group(1) not in KEYWORDS:
             # `${name}`, by far the most common segment: no parser run needed
             a, b = simple.span(1)
             span = ast.Span(line, a - line_start + 1, a, b, line, b - line_start)
             return ast.Name(simple.group(1), span=span)
-        inp = LexInput(text, start, end, path, line, line_start, parse_segment, True)
+        inp = LexInput(
+            text,
+            start,
+            end,
+            path,
+            line,
+            line_start,
+            parse_segment,
+            True,
+            depth=outer.depth + 1,
+            braces=outer.braces,
+        )
         return _build(_parse_tree(inp, "expr_only"), text, path)
 
     return parse_segment
