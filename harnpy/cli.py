@@ -254,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before a command could take it (start-up, argument parsing)
         write_err("harnpy: interrupted\n")
         return EXIT_TERMINATED if _terminated else EXIT_INTERRUPTED
+    except RecursionError:
+        # Every command handles input nested too deeply itself; this is the last line of
+        # defence, so that no input ever ends in a Python traceback.
+        flush_stdout()
+        write_err(f"harnpy: {NESTED_TOO_DEEPLY_TEXT}\n")
+        return EXIT_USAGE
     except BrokenPipeError:
         # stdout was closed early (`harnpy run x | head -1`): end quietly, as Unix tools do.
         try:
@@ -479,6 +485,12 @@ def unchecked_failures_exit(rt: Any) -> int:
     return EXIT_RUNTIME
 
 
+#: What every command says about input nested deeper than Python's recursion limit allows.
+NESTED_TOO_DEEPLY_TEXT = (
+    "error[E109]: input nested too deeply to process (Python recursion limit reached)"
+)
+
+
 def nested_too_deeply(path: str) -> Diagnostic:
     """The ``error[E109]`` Diagnostic for a program whose nesting exceeds what the parser and
     compiler can recurse over (Python's recursion limit)."""
@@ -623,7 +635,10 @@ def cmd_check(path: str) -> int:
     if src is None:
         return EXIT_USAGE
     load_all()
-    diags = check_file(os.path.abspath(path), src, set(BUILTINS) | set(GLOBAL_CONSTANTS))
+    try:
+        diags = check_file(os.path.abspath(path), src, set(BUILTINS) | set(GLOBAL_CONSTANTS))
+    except RecursionError:
+        diags = [nested_too_deeply(os.path.abspath(path))]
     if not any(d.severity == "error" for d in diags):
         diags.extend(_compile_errors(os.path.abspath(path), src))
     for d in diags:

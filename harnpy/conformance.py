@@ -114,8 +114,8 @@ def execute(path: str, source: str, timeout: float = 10.0, entry: str | None = N
     working directory, output captured; ``entry`` names the pipeline to run instead of the
     default one. ``__snapshot_exit`` counts as success; after ``timeout`` seconds the
     program is interrupted at its next back-edge and the execution is ``timed_out``."""
-    from harnpy.cli import render_runtime_error
-    from harnpy.diagnostics import DiagnosticError
+    from harnpy.cli import nested_too_deeply, render_runtime_error
+    from harnpy.diagnostics import RECURSION_LIMIT_MESSAGE, DiagnosticError
     from harnpy.runtime.errors import HarnError, HarnExit, SnapshotExit
     from harnpy.runtime.runtime import Runtime
 
@@ -132,8 +132,16 @@ def execute(path: str, source: str, timeout: float = 10.0, entry: str | None = N
             rt = Runtime(stdout=out.write, stderr=err.write)
             holder["rt"] = rt
             try:
-                mod = rt.load_main(path, source, entry)
+                try:
+                    mod = rt.load_main(path, source, entry)
+                except RecursionError:  # the parser or compiler, on deeply nested source
+                    failed = True
+                    err.write(nested_too_deeply(path).render() + "\n")
+                    return
                 rt.run_module(mod)
+            except RecursionError:
+                failed = True
+                err.write(RECURSION_LIMIT_MESSAGE + "\n")
             except DiagnosticError as e:
                 failed = True
                 err.write(e.render() + "\n")

@@ -269,6 +269,11 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         path, doc = canonical_snapshot(path, doc)
     except SnapshotLoadError as e:
         return fail("HARN-SUS-004", f"failed to load snapshot `{args.resume}`: {e}")
+    except RecursionError:
+        return fail(
+            "HARN-SUS-004",
+            f"failed to load snapshot `{args.resume}`: it is nested too deeply to decode",
+        )
     try:
         options = _env_resume_options()
         if getattr(args, "input", None) is not None:
@@ -288,6 +293,8 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     except SnapshotExit:  # __snapshot_exit(path) called by the resumed worker's code
         flush_stdout()
         return EXIT_PARKED
+    except RecursionError:  # a value or program nested deeper than Python's stack allows
+        return fail("E109", "nested too deeply to resume (Python recursion limit reached)")
     except Exception as e:  # noqa: BLE001 - a harnpy bug; the park was put back
         flush_stdout()
         if events is not None:
@@ -361,7 +368,7 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
         render_runtime_error,
         report_internal_error,
     )
-    from harnpy.diagnostics import DiagnosticError
+    from harnpy.diagnostics import RECURSION_LIMIT_MESSAGE, DiagnosticError
     from harnpy.runtime.errors import HarnError, SnapshotExit
     from harnpy.stdlib.jsonlib import to_json_data
 
@@ -388,6 +395,10 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
     except HarnError as e:
         write_err(f"{args.resume}: error[{e.code}]: {e.message}\n")
         return failed(EXIT_USAGE, e.code, e.message)
+    except RecursionError:  # nothing was claimed or changed: the snapshot is left as it was
+        message = "the snapshot is nested too deeply to restore (Python recursion limit reached)"
+        write_err(f"{args.resume}: error[E109]: {message}\n")
+        return failed(EXIT_USAGE, "E109", message)
     try:
         # through the scheduler: the restored program may block (model calls, timers, tasks)
         value = rt.scheduler.run_until(th)
@@ -398,6 +409,10 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
     except SnapshotExit:  # parked itself again: `run --resume` of the new file goes on
         flush_stdout()
         return done(EXIT_PARKED)
+    except RecursionError:
+        flush_stdout()
+        write_err(RECURSION_LIMIT_MESSAGE + "\n")
+        return failed(EXIT_RUNTIME, "E399", RECURSION_LIMIT_MESSAGE)
     except Exception as e:  # noqa: BLE001
         flush_stdout()
         return report_internal_error(e)
