@@ -110,6 +110,11 @@ def levenshtein(a: str, b: str) -> int:
     return prev[-1]
 
 
+#: Names other languages use for Harn's literals: an undefined one is always answered with
+#: the Harn word (``None`` -> ``nil``), whatever the other candidates.
+HABIT_WORDS = {"None": "nil", "null": "nil", "True": "true", "False": "false"}
+
+
 def did_you_mean(
     name: str, candidates: Iterable[str], preferred: Collection[str] = ()
 ) -> str | None:
@@ -120,11 +125,15 @@ def did_you_mean(
     longest common prefix (``printl`` suggests ``println``), then to the program's own names
     (``preferred``: variables and functions in scope, over builtins), then alphabetical order.
     Names starting with ``__`` (harnpy's internal builtins) are only suggested for such names,
-    and ``_`` (never bound, spec 3.10) gets no hint. This is the one implementation: the static
+    and ``_`` (never bound, spec 3.10) gets no hint; a name of :data:`HABIT_WORDS` gets its
+    Harn spelling. This is the one implementation: the static
     checker, the runtime and the REPL use it.
     """
     if name == "_":
         return None
+    habit = HABIT_WORDS.get(name)
+    if habit is not None:
+        return habit
     limit = 1 if len(name) <= 2 else 2 if len(name) <= 5 else 3
     internal = name.startswith("__")
     best: tuple[int, int, bool, str] | None = None

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harnpy.diagnostics import Diagnostic, DiagnosticError
+from harnpy.diagnostics import Diagnostic, DiagnosticError, did_you_mean
 from harnpy.runtime.code import CodeObject
 from harnpy.runtime.errors import plain_error
 from harnpy.syntax import ast as A
@@ -113,7 +113,7 @@ def resolve_import(spec: str, importer: ModuleInstance) -> tuple[str, Path]:
         idx = root / spec / "index.harn"
         if idx.is_file():
             return spec, idx
-        raise plain_error(f"Import error: cannot find module '{spec}'", "E306")
+        raise _not_found(spec, _std_modules(root))
     base = Path(importer.directory)
     cands = [base / spec]
     if not spec.endswith(".harn"):
@@ -124,7 +124,43 @@ def resolve_import(spec: str, importer: ModuleInstance) -> tuple[str, Path]:
         if c.is_file():
             p = c.resolve()
             return str(p), p
-    raise plain_error(f"Import error: cannot find module '{spec}'", "E306")
+    raise _not_found(spec, _sibling_modules(base, spec))
+
+
+def _not_found(spec: str, candidates: list[str]) -> Any:
+    """The E306 ``cannot find module`` error, with a did-you-mean hint among ``candidates``
+    (import strings that would resolve)."""
+    hint = did_you_mean(spec, candidates)
+    extra = f" (did you mean `{hint}`?)" if hint else ""
+    return plain_error(f"Import error: cannot find module '{spec}'{extra}", "E306")
+
+
+def _std_modules(root: Path) -> list[str]:
+    """The import strings of the bundled ``std/`` modules (``std/math``, ``std/agent/loop``)."""
+    out = []
+    for f in root.rglob("*.harn"):
+        rel = f.relative_to(root).as_posix()[: -len(".harn")]
+        out.append(rel[: -len("/index")] if rel.endswith("/index") else rel)
+    return out
+
+
+def _sibling_modules(base: Path, spec: str) -> list[str]:
+    """Import strings for the modules next to where ``spec`` points (same folder, written
+    the way ``spec`` is: with or without ``.harn``)."""
+    head, _, _tail = spec.rpartition("/")
+    folder = base / head if head else base
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return []
+    prefix = head + "/" if head else ""
+    out = []
+    for e in entries:
+        if e.name.endswith(".harn") and e.is_file():
+            out.append(prefix + (e.name if spec.endswith(".harn") else e.name[: -len(".harn")]))
+        elif e.is_dir() and not e.name.startswith(".") and (e / "index.harn").is_file():
+            out.append(prefix + e.name)
+    return out
 
 
 def entry_pipeline(tree: A.Module, name: str | None = None) -> A.PipelineDecl | None:

@@ -308,10 +308,14 @@ class Runtime:
                 }
                 for name in names:
                     if name not in known:
+                        from harnpy.diagnostics import did_you_mean
+
+                        hint = did_you_mean(name, known)
+                        extra = f" (did you mean `{hint}`?)" if hint else ""
                         raise M.syntax_error(
                             mod.path,
                             mod.source,
-                            f"Import error: '{name}' is not defined in {s.path}",
+                            f"Import error: '{name}' is not defined in {s.path}{extra}",
                             s.span,
                             "E206",
                         )

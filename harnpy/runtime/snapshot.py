@@ -496,10 +496,16 @@ class _Encoder:
     def enc_frame(self, fr: Frame, path: Any) -> Any:
         code = fr.code
         where = f"{path}<{code.name}>" if path else f"<{code.name}>"
-        slots = []
-        for i, v in enumerate(fr.slots):
-            name = code.slot_names[i] if i < len(code.slot_names) else None
-            slots.append(self.enc(v, f"{where}.{name}" if name else f"{where}.$tmp{i}"))
+        names = code.slot_names
+        # Named slots first: a value that is not data and is held by a variable as well as by
+        # a temporary (a loop's iterable, a destructured value, a spilled argument) is then
+        # reported by the variable's name. Heap records are looked up by index, so the order
+        # of encoding does not matter to the document.
+        order = sorted(range(len(fr.slots)), key=lambda i: not (i < len(names) and names[i]))
+        slots: list[Any] = [None] * len(fr.slots)
+        for i in order:
+            name = names[i] if i < len(names) else None
+            slots[i] = self.enc(fr.slots[i], f"{where}.{name}" if name else f"{where}.$tmp{i}")
         return {
             "$t": "frame",
             "code": self.code_ref(code),
@@ -659,7 +665,6 @@ def _encode_document(
     for name, value in (externals or {}).items():
         # the value's own contents are written here; references to it elsewhere are $ext
         ext_out[name] = enc.enc_obj(value, name) if _is_container(value) else enc.enc(value, name)
-    top = enc.enc(thread.frame, "") if thread.frame is not None else None
     globals_out = {}
     written: set[int] = set()
     for key, m in mods:
@@ -670,6 +675,9 @@ def _encode_document(
             {k: v for k, v in m.globals.items() if not _is_import_of(m, k, v, rt)},
             f"{_short(key)}",
         )
+    # after the globals: a value held by a global and by a frame's temporary is named by
+    # the global (`main.harn.client`, not `<<module>>.$tmp0`)
+    top = enc.enc(thread.frame, "") if thread.frame is not None else None
     impls = {
         t: {n: enc.enc(fn, f"impl {t}.{n}") for n, fn in table.items()}
         for t, table in rt.impls.items()

@@ -197,6 +197,13 @@ CLOSER_OF = {
 }
 _CLOSERS = {"RPAR": ")", "RSQB": "]", "RBRACE": "}"}
 
+# Hints for characters other languages use and Harn does not (spec 1.7, 2.x).
+_CHAR_HINTS = {
+    "'": 'hint: Harn strings use double quotes: "text"',
+    "#": "hint: Harn comments start with `//` (or `/* ... */`)",
+    "`": 'hint: Harn strings use double quotes, with `${...}` to interpolate: "a ${x}"',
+}
+
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "$": "$"}
 _I64_MAX = 2**63 - 1
@@ -362,7 +369,9 @@ class _Scanner:
 
     # -- positions
 
-    def _error(self, code: str, message: str, offset: int) -> HarnSyntaxError:
+    def _error(
+        self, code: str, message: str, offset: int, notes: tuple[str, ...] = ()
+    ) -> HarnSyntaxError:
         line = self.inp.line + self.text.count("\n", self.inp.start, offset)
         line_start = self.text.rfind("\n", 0, offset) + 1
         if line_start == 0 and self.text.startswith("\ufeff"):
@@ -375,6 +384,7 @@ class _Scanner:
             source=self.text,
             line=line,
             col=col,
+            notes=notes,
         )
 
     def _advance_lines(self, start: int, stop: int) -> None:
@@ -445,7 +455,8 @@ class _Scanner:
                         self.pos = pos + width
                         return self._token(table[s], s, pos, pos + width, line, col)
             shown = c if c.isprintable() else f"\\u{{{ord(c):04x}}}"
-            raise self._error(E_UNEXPECTED_CHAR, f"Unexpected character '{shown}'", pos)
+            notes = (_CHAR_HINTS[c],) if c in _CHAR_HINTS else ()
+            raise self._error(E_UNEXPECTED_CHAR, f"Unexpected character '{shown}'", pos, notes)
         return None
 
     def _block_comment(self, pos: int) -> None:
@@ -723,6 +734,7 @@ class _TokenFilter:
         self.parser_state = parser_state
         self.states = parser_state.parse_conf.states
         self.last: Token | None = None
+        self.prev: Token | None = None  # the token before ``last``
         self.stack: list[Token] = []
         self.stack_before = 0
 
@@ -991,6 +1003,7 @@ class _TokenFilter:
             elif typ in _CLOSERS and self.stack:
                 if CLOSER_OF[self.stack[-1].type] == _CLOSERS[typ]:
                     self.stack.pop()
+            self.prev = self.last
             self.last = tok
             yield tok
 

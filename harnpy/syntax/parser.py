@@ -358,6 +358,7 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
         )
     line, col = tok.line or 0, tok.column or 0
     got = _describe_token(tok, source)
+    hint = _habit_hint(tok, token_filter)
     known = None
     if exc.state is not None:
         known = _known_bad().get((exc.state.position, tok.type))
@@ -390,7 +391,47 @@ def _translate(exc: UnexpectedInput, inp: LexInput) -> HarnSyntaxError:
         line=line,
         col=col,
         end_col=(tok.end_column or 0) if tok.end_line == tok.line else 0,
+        notes=(f"hint: {hint}",) if hint else (),
     )
+
+
+# Words of other languages (mostly Python) that Harn spells differently: the hint shown when
+# such a word is where the parse failed, or just before it.
+_HABIT_AT = {
+    "and": "Harn writes `&&` for `and`: `a && b`",
+    "or": "Harn writes `||` for `or`: `a || b`",
+    "elif": "Harn writes `else if`: `if a { } else if b { }`",
+    "def": "Harn declares functions with `fn`: `fn name(x) { ... }`",
+    "is": "Harn compares with `==` and `!=`",
+}
+_HABIT_BEFORE = {
+    "def": _HABIT_AT["def"],
+    "not": "Harn writes `!` for `not`: `!done` (`not in` tests membership: `x not in xs`)",
+    "elif": _HABIT_AT["elif"],
+    "lambda": "Harn writes closures with braces: `{ x -> x + 1 }`",
+}
+
+
+def _habit_hint(tok: Any, token_filter: Any) -> str | None:
+    """A hint when the token a parse failed at (or the one before it) is a habit from
+    another language: ``and``/``or``/``not``, ``elif``, ``def``, ``x++``/``x--``."""
+    value = tok.value if isinstance(tok.value, str) else None
+    if tok.type == "NAME" or (value is not None and value.isalpha()):
+        hint = _HABIT_AT.get(value or "")
+        if hint is not None:
+            return hint
+    prev = token_filter.prev if token_filter is not None else None
+    if prev is not None and prev.type == "NAME" and prev.value in _HABIT_BEFORE:
+        return _HABIT_BEFORE[prev.value]
+    if (
+        prev is not None
+        and tok.type in ("PLUS", "MINUS")
+        and prev.type == tok.type
+        and prev.end_pos == tok.start_pos
+    ):
+        op = "+" if tok.type == "PLUS" else "-"
+        return f"Harn has no `{op}{op}`: write `x {op}= 1`"
+    return None
 
 
 def _end_position(inp: LexInput) -> tuple[int, int]:
