@@ -124,9 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=cmd_run, args=[])
 
-    check = sub.add_parser("check", help="parse and statically check a file")
-    check.add_argument("file")
-    check.set_defaults(handler=lambda a: cmd_check(a.file))
+    from harnpy.tooling import add_subparsers as add_tooling_subparsers
+
+    add_tooling_subparsers(sub)  # check, fmt, lint
 
     test = sub.add_parser(
         "test",
@@ -625,7 +625,22 @@ def cmd_check(path: str) -> int:
     """``harnpy check FILE``: print the static-check diagnostics (spec 3.19) and, when they hold
     no error, the errors ``harnpy run`` would raise before running (unresolved imports, compile
     errors). Prints ``FILE: ok`` and returns 0 when nothing is an error, else 2 (also for an
-    unreadable file)."""
+    unreadable file). Several files and ``--format json``: :mod:`harnpy.tooling`."""
+    diags = check_diagnostics(path)
+    if diags is None:
+        return EXIT_USAGE
+    for d in diags:
+        write_err(d.render() + "\n")
+    if any(d.severity == "error" for d in diags):
+        return EXIT_USAGE
+    sys.stdout.write(f"{path}: ok\n")
+    return EXIT_OK
+
+
+def check_diagnostics(path: str) -> list[Diagnostic] | None:
+    """What ``harnpy check`` reports for the file ``path``: the static-check diagnostics
+    and, when they hold no error, the errors ``harnpy run`` would raise before running. None
+    (after saying why on stderr) when the file cannot be read."""
     from harnpy.check import check_file
     from harnpy.stdlib import load_all
     from harnpy.stdlib.mathlib import GLOBAL_CONSTANTS
@@ -633,7 +648,7 @@ def cmd_check(path: str) -> int:
 
     src = _read_source(path, "check")
     if src is None:
-        return EXIT_USAGE
+        return None
     load_all()
     try:
         diags = check_file(os.path.abspath(path), src, set(BUILTINS) | set(GLOBAL_CONSTANTS))
@@ -641,12 +656,7 @@ def cmd_check(path: str) -> int:
         diags = [nested_too_deeply(os.path.abspath(path))]
     if not any(d.severity == "error" for d in diags):
         diags.extend(_compile_errors(os.path.abspath(path), src))
-    for d in diags:
-        write_err(d.render() + "\n")
-    if any(d.severity == "error" for d in diags):
-        return EXIT_USAGE
-    sys.stdout.write(f"{path}: ok\n")
-    return EXIT_OK
+    return diags
 
 
 if __name__ == "__main__":
