@@ -112,7 +112,11 @@ def _line_info(source: str, path: str, nlines: int) -> tuple[list[_Line], list[l
     while True:
         tok = scanner.scan()
         _mark_block_comments(
-            source, prev_end, len(source) if tok is None else tok.start_pos, verbatim, keep_end
+            source,
+            prev_end,
+            len(source) if tok is None else (tok.start_pos or 0),
+            verbatim,
+            keep_end,
         )
         if tok is None:
             break
