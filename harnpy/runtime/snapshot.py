@@ -665,6 +665,7 @@ def _encode_document(
     for name, value in (externals or {}).items():
         # the value's own contents are written here; references to it elsewhere are $ext
         ext_out[name] = enc.enc_obj(value, name) if _is_container(value) else enc.enc(value, name)
+    top = enc.enc(thread.frame, "") if thread.frame is not None else None
     globals_out = {}
     written: set[int] = set()
     for key, m in mods:
@@ -675,9 +676,6 @@ def _encode_document(
             {k: v for k, v in m.globals.items() if not _is_import_of(m, k, v, rt)},
             f"{_short(key)}",
         )
-    # after the globals: a value held by a global and by a frame's temporary is named by
-    # the global (`main.harn.client`, not `<<module>>.$tmp0`)
-    top = enc.enc(thread.frame, "") if thread.frame is not None else None
     impls = {
         t: {n: enc.enc(fn, f"impl {t}.{n}") for n, fn in table.items()}
         for t, table in rt.impls.items()
