@@ -16,7 +16,9 @@ Exit status 1 when an output differs or a must-meet ratio is exceeded.
 the same way so that the work grows about N-fold (the loop counts are multiplied by N,
 ``fib`` gets a larger argument; see ``SCALES``), then run alternately RUNS times. Printed
 per program: the child's cpu time (user+sys, from ``wait4``) of each side as min-max and the
-pairwise cpu ratio as min / median / max, next to the issue's goal. ``collections_bench`` and
+pairwise cpu ratio as min / median / max, next to the issue's goal. Children run with
+bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed) after one warm-up each; to time
+another checkout, put it first on ``PYTHONPATH``. ``collections_bench`` and
 ``agent_turns`` are also paired with mirrors that append in place (``+inplace``). Last row:
 the cpu time of ``harnpy run -e nil`` against ``python -c pass``.
 """
@@ -112,7 +114,10 @@ def cpu_once(cmd: list[str]) -> tuple[float, str, int]:
 def cpu_compare(
     cmd_a: list[str], cmd_b: list[str], runs: int
 ) -> tuple[list[float], list[float], bool]:
-    """Alternate ``cmd_a`` and ``cmd_b`` ``runs`` times; (cpu a, cpu b, outputs equal)."""
+    """After one warm-up each, alternate ``cmd_a`` and ``cmd_b`` ``runs`` times; returns
+    (cpu seconds of a, of b, outputs equal)."""
+    cpu_once(cmd_a)
+    cpu_once(cmd_b)
     a_times: list[float] = []
     b_times: list[float] = []
     same = True

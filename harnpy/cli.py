@@ -84,9 +84,17 @@ class HelpFormatter(argparse.HelpFormatter):
 SCRIPT_ARG_COMMANDS = frozenset({"run"})
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: Subcommands defined here; any other command (``worker``, ``workers``, ``store``, a typo,
+#: ``--help``) builds the whole parser, which imports the worker and store command modules.
+_OWN_COMMANDS = frozenset({"run", "check", "test", "doc", "repl"})
+
+
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
     """The argparse parser of every subcommand: ``run``, ``check``, ``test``, ``repl`` and the
     worker commands of :mod:`harnpy.lifecycle.triggers.cli`.
+
+    ``full=False`` leaves out the worker and store commands (and their imports: the store
+    package is not loaded by a plain ``harnpy run``).
 
     A subcommand sets its handler with ``set_defaults(handler=fn)``: :func:`main` calls
     ``fn(args)`` and returns its exit code. A subcommand in :data:`SCRIPT_ARG_COMMANDS` gets
@@ -163,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
     repl.set_defaults(handler=_cmd_repl)
 
+    if not full:
+        return p
     from harnpy.lifecycle.triggers.cli import add_subparsers as add_worker_subparsers
 
     add_worker_subparsers(sub)
@@ -270,8 +280,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str] | None) -> int:
-    parser = build_parser()
-    own, script_args = split_script_args(list(sys.argv[1:] if argv is None else argv), parser)
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    command = next((tok for tok in tokens if not tok.startswith("-")), None)
+    parser = build_parser(full=command not in _OWN_COMMANDS)
+    own, script_args = split_script_args(tokens, parser)
     args, unknown = parser.parse_known_args(own)
     if unknown:
         return _unrecognized(parser, args, unknown)

@@ -22,13 +22,15 @@ __all__ = ["HarnSyntaxError", "parse", "parse_expression"]
 def parse(source: str, path: str = "<input>") -> ast.Module:
     """Parse a whole Harn file into an :class:`ast.Module`.
 
-    A file path (one not written ``<...>``, like ``<input>`` or ``<repl>``) uses the parsed
-    module cache of :mod:`harnpy.syntax.cache`: an unchanged file is not parsed again.
+    A file path (one not written ``<...>``, like ``<input>`` or ``<repl>``) and ``<-e>`` (the
+    code of ``harnpy run -e``) use the parsed module cache of :mod:`harnpy.syntax.cache`: an
+    unchanged file, or the same ``-e`` code again, is not parsed again (so Lark is not even
+    imported).
 
     Raises:
         HarnSyntaxError: on any lexing or parsing error.
     """
-    cacheable = not path.startswith("<")
+    cacheable = not path.startswith("<") or path == "<-e>"
     if cacheable:
         from harnpy.syntax import cache
 

@@ -5,7 +5,8 @@ of milliseconds), and a cold ``harnpy run --resume`` re-parses every module its 
 references. Like CPython's ``.pyc`` files, a parsed module is kept on disk and reused while
 its source text is unchanged:
 
-* One JSON file per source path under ``<cache dir>/ast/``, named by a hash of the path and
+* One JSON file per source path (and one for the code of the latest ``harnpy run -e``)
+  under ``<cache dir>/ast/``, named by a hash of the path and
   holding the module's node tree plus the key it was made under: a hash of the source text,
   the path and the *syntax fingerprint* (a hash of the grammar and of this package's Python
   sources, so a changed parser never reads an old tree). A key mismatch, an unreadable or
