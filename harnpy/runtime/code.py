@@ -105,6 +105,7 @@ class CodeObject:
         "defer_discard",
         "defer_trampoline",
         "pure_ev",
+        "call_pad",
     )
 
     def __init__(self, id: int, name: str, module: Any) -> None:
@@ -133,6 +134,11 @@ class CodeObject:
         #: For a closure whose body is one call-free expression: that expression's ev, so
         #: callback builtins (``map``, ``filter``...) may evaluate it without a frame switch.
         self.pure_ev: Any = None
+        #: Set by the assembler for a plain function (no defaults, rest parameter, parameter
+        #: checks; not a generator): the ``None`` slots after its parameters and captures, so
+        #: a call with exactly ``nparams`` arguments builds its slot list in one step. None
+        #: when calls must go through :func:`harnpy.runtime.calls.closure_slots`.
+        self.call_pad: tuple[None, ...] | None = None
 
     def line_at(self, pc: int) -> tuple[int, int]:
         """Source ``(line, col)`` of instruction ``pc`` (clamped into range)."""
@@ -173,12 +179,19 @@ class Frame:
     tail_calls: int
     native = False
 
-    def __init__(self, code: CodeObject, slots: list[Any], thread: Any) -> None:
+    def __init__(
+        self,
+        code: CodeObject,
+        slots: list[Any],
+        thread: Any,
+        parent: Frame | NativeFrame | None = None,
+        ret_slot: int = -1,
+    ) -> None:
         self.code = code
         self.slots = slots
         self.pc = 0
-        self.parent: Frame | NativeFrame | None = None
-        self.ret_slot = RET_DISCARD
+        self.parent = parent
+        self.ret_slot = ret_slot
         self.thread = thread
         self.generator: Any = None
         self.defers: list[Any] | None = None

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnpy.runtime import fastops, ops
 from harnpy.runtime import instrs as I
-from harnpy.runtime import ops
 from harnpy.runtime.code import MISSING, UNBOUND, CodeObject, Frame, Handler
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import (
@@ -322,6 +322,8 @@ class FnBuilder:
             i += 1
         code.instrs = instrs
         code.lines = lines
+        if code.simple and not code.is_generator:
+            code.call_pad = (None,) * (code.nslots - code.nparams - len(code.capture_names))
         code.handlers = [
             Handler(s.pos, e.pos, t.pos, kind, slot, ctype)
             for (s, e, t, kind, slot, ctype) in self.handlers
@@ -954,12 +956,22 @@ class Compiler:
         cont = Label()
         b.place(top)
         b.place(cont)
+        n0 = len(b.ir)
         self.cond_jump(st.cond, end, jump_if=False)
+        head = b.ir[n0:]
+        body = Label()
+        b.place(body)
         b.loops.append(LoopCtx(end, cont, len(b.finallies)))
         self.block(st.body)
         b.loops.pop()
         b.span = st.span
-        b.emit(I.op_loop_back, top, nxt=False)
+        if len(head) == 1 and head[0].factory is I.op_jump_if_false:
+            # The condition is one instruction: the back-edge tests it itself and jumps
+            # straight into the body (same instruction count and pcs as a plain back-jump).
+            cond, is_bool = head[0].args[0], head[0].args[1]
+            b.emit(I.op_loop_back_if, cond, is_bool, body, end, nxt=False)
+        else:
+            b.emit(I.op_loop_back, top, nxt=False)
         b.place(end)
 
     def s_ForStmt(self, st: A.ForStmt) -> None:
@@ -2185,7 +2197,7 @@ def _const(v: Any) -> Ev:
 
 
 def _slot_ev(slot: int) -> Ev:
-    return lambda f: f.slots[slot]
+    return fastops.slot_ev(slot)
 
 
 def _temp_ev(slot: int) -> Ev:
@@ -2314,7 +2326,7 @@ def _global_ev(g: dict[str, Any], name: str, fallback: Any) -> Ev:
                 return fallback
             return f.thread.late_bound(name, False)
 
-    return load
+    return fastops.mark_global(load, g, name)
 
 
 def _locate(err: HarnError, span: A.Span) -> None:
@@ -2537,7 +2549,8 @@ def _op_store_existing_global(
         g[name] = v
         return nxt
 
-    return instr
+    fused = fastops.fused_store(("g", g, name), ev, nxt, instr, must_exist=True)
+    return fused if fused is not None else instr
 
 
 def _op_skip_if_passed(i: int, target: int, nxt: int) -> Callable[[Frame], int]:
@@ -2598,7 +2611,28 @@ def _binop_ev(
     span: A.Span = A.NO_SPAN,
 ) -> Ev:
     """Build the ev of a binary operator, with fast paths for int/str operands; an error
-    raised by the operator is located at ``span`` (see :func:`_locate`)."""
+    raised by the operator is located at ``span`` (see :func:`_locate`). Operands that are
+    slots, globals or an int literal get a specialised ev (:mod:`harnpy.runtime.fastops`)."""
+    generic = _binop_ev_generic(op, left, right, lnode, rnode, comp, span)
+    rconst = rnode.value if type(rnode) is A.Literal else MISSING
+
+    def locate(err: HarnError) -> None:
+        _locate(err, span)
+
+    fast = fastops.binop_ev(op, left, right, rconst, generic, locate)
+    return fast if fast is not None else generic
+
+
+def _binop_ev_generic(
+    op: str,
+    left: Ev,
+    right: Ev,
+    lnode: Any = None,
+    rnode: Any = None,
+    comp: Compiler | None = None,
+    span: A.Span = A.NO_SPAN,
+) -> Ev:
+    """The generic ev of a binary operator (see :func:`_binop_ev`)."""
     if op == "==":
 
         def eq(f: Frame) -> bool:
@@ -2657,6 +2691,7 @@ def _binop_ev(
     if fn is None:
         raise CompileError(f"unknown operator {op}", lnode.span if lnode else A.NO_SPAN)
     rconst = rnode.value if type(rnode) is A.Literal else MISSING
+
     if op == "+":
         if type(rconst) is int:
             c = rconst

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harnpy.runtime import calls
+from harnpy.runtime import calls, fastops
 from harnpy.runtime.calls import (
     call_method,
     call_value,
@@ -23,7 +23,7 @@ from harnpy.runtime.calls import (
     generator_yield,
     stack_overflow,
 )
-from harnpy.runtime.code import MISSING, SWITCH, Frame
+from harnpy.runtime.code import MISSING, STOP, SWITCH, Frame
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import HarnThrow, plain_error, runtime_error, type_error
 from harnpy.runtime.ops import dict_key, truthy, values_equal
@@ -93,7 +93,8 @@ def op_store(slot: int, ev: Ev, nxt: int) -> Instr:
         f.slots[slot] = ev(f)
         return nxt
 
-    return instr
+    fused = fastops.fused_store(("s", slot), ev, nxt, instr)
+    return fused if fused is not None else instr
 
 
 def op_store_global(g: dict[str, Any], name: str, ev: Ev, nxt: int) -> Instr:
@@ -103,7 +104,8 @@ def op_store_global(g: dict[str, Any], name: str, ev: Ev, nxt: int) -> Instr:
         g[name] = ev(f)
         return nxt
 
-    return instr
+    fused = fastops.fused_store(("g", g, name), ev, nxt, instr)
+    return fused if fused is not None else instr
 
 
 def op_set_const(slot: int, value: Any, nxt: int) -> Instr:
@@ -136,9 +138,27 @@ def op_loop_back(target: int) -> Instr:
     return instr
 
 
+def op_loop_back_if(cond: Ev, is_bool: bool, body: int, end: int) -> Instr:
+    """Backward jump of a ``while`` loop whose condition is one ev: notice an interrupt (as
+    :func:`op_loop_back`), then test ``cond`` and go to ``body`` or to ``end``."""
+    fused = fastops.fused_jump(cond, body, end, jump_if=True, back_edge=True)
+    if fused is not None:
+        return fused
+
+    def instr(f: Frame) -> int:
+        if f.thread.interrupt_requested:
+            f.thread.raise_interrupt()
+        c = cond(f)
+        return body if (c if is_bool else truthy(c)) else end
+
+    return instr
+
+
 def op_jump_if_false(cond: Ev, is_bool: bool, target: int, nxt: int) -> Instr:
     """Jump to ``target`` unless ``cond`` holds (``is_bool``: cond is already a bool)."""
-
+    fused = fastops.fused_jump(cond, target, nxt, jump_if=False)
+    if fused is not None:
+        return fused
     if is_bool:
 
         def instr(f: Frame) -> int:
@@ -155,6 +175,9 @@ def op_jump_if_false(cond: Ev, is_bool: bool, target: int, nxt: int) -> Instr:
 def op_jump_if_true(cond: Ev, is_bool: bool, target: int, nxt: int) -> Instr:
     """Jump to ``target`` when ``cond`` holds (``is_bool``: cond is already a bool)."""
 
+    fused = fastops.fused_jump(cond, target, nxt, jump_if=True)
+    if fused is not None:
+        return fused
     if is_bool:
 
         def instr(f: Frame) -> int:
@@ -240,7 +263,10 @@ def _args_builder(argevs: list[Ev], spread: list[bool]) -> Callable[[Frame], lis
 
 def op_call(callee: Ev, argevs: list[Ev], spread: list[bool], target: int, nxt: int) -> Instr:
     """Call the value of ``callee`` with the argument evs; result to ``slots[target]``."""
-
+    if not any(spread):
+        fast = fastops.call_instr("ev", {"callee_ev": callee}, argevs, target, nxt, call_value)
+        if fast is not None:
+            return fast
     build = _args_builder(argevs, spread)
 
     def instr(f: Frame) -> int:
@@ -259,6 +285,11 @@ def op_call_global(
     nxt: int,
 ) -> Instr:
     """Call a module-level name; ``fallback`` (a builtin or None) is used when unset."""
+    if not any(spread):
+        env = {"g": g, "name": name, "fallback": fallback}
+        fast = fastops.call_instr("global", env, argevs, target, nxt, call_value)
+        if fast is not None:
+            return fast
     build = _args_builder(argevs, spread)
     if not any(spread) and len(argevs) == 1:
         a0 = argevs[0]
@@ -384,11 +415,51 @@ def run_next_defer(f: Frame, value: Any) -> int:
 def op_return(ev: Ev) -> Instr:
     """``return v``: leave the frame (running defers, finishing generators)."""
 
+    k = fastops.slot_of(ev)
+    if k is not None:
+
+        def ret_slot(f: Frame) -> int:
+            v = f.slots[k]
+            if f.defers or f.generator is not None:
+                return do_return(f, v)
+            th = f.thread
+            p = f.parent
+            th.frame = p
+            th.depth -= 1
+            if p is None:
+                th.result = v
+                th.finished = True
+                return STOP
+            if p.native:
+                p.pending = v  # type: ignore[union-attr]
+            else:
+                r = f.ret_slot
+                if r >= 0:
+                    p.slots[r] = v  # type: ignore[union-attr]
+            return SWITCH
+
+        return ret_slot
+
     def instr(f: Frame) -> int:
         v = ev(f)
         if f.defers or f.generator is not None:
             return do_return(f, v)
-        return finish_frame(f, v)
+        # finish_frame, inline (the return of every plain call)
+        th = f.thread
+        p = f.parent
+        th.frame = p
+        th.depth -= 1
+        if p is None:
+            th.result = v
+            th.finished = True
+            return STOP
+        if p.native:
+            p.pending = v  # type: ignore[union-attr]
+        else:
+            r = f.ret_slot
+            if r >= 0:
+                p.slots[r] = v  # type: ignore[union-attr]
+        return SWITCH
 
     return instr
 

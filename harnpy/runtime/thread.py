@@ -240,7 +240,16 @@ class Thread:
                         while True:
                             pc = code[pc](frame)  # type: ignore[arg-type]
                             if pc < 0:
-                                break
+                                # A call or return between two Harn frames switches here,
+                                # without leaving the inner loop (the common case).
+                                if pc != SWITCH or self.interrupt_requested:
+                                    break
+                                nxt = self.frame
+                                if nxt is None or nxt.native or self._barrier is not None:
+                                    break
+                                frame = nxt
+                                code = nxt.code.instrs  # type: ignore[union-attr]
+                                pc = nxt.pc  # type: ignore[union-attr]
                     if pc == SWITCH:
                         frame = self.frame
                         if self.interrupt_requested or self._barrier is not None:

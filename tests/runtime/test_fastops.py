@@ -1,0 +1,133 @@
+"""The specialised operator evs and fused instructions (harnpy.runtime.fastops) give the same
+results and errors as the generic ones: int fast paths, every other type on the slow path."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from harnpy.runtime import fastops
+from harnpy.runtime.errors import HarnError
+from harnpy.runtime.runtime import Runtime
+
+
+def run(source: str, **kwargs: object) -> str:
+    out = io.StringIO()
+    rt = Runtime(stdout=out.write, stderr=out.write, **kwargs)  # type: ignore[arg-type]
+    rt.run_module(rt.load_main("<test>", source))
+    return out.getvalue()
+
+
+def test_int_fast_paths_wrap_like_the_generic_operators() -> None:
+    src = """
+var big = 9223372036854775807
+println(big + 1)
+fn inc(n) { return n + 1 }
+println(inc(9223372036854775807))
+var q = -7
+println(q % 3)
+println(q * 3)
+fn loop() {
+  var i = 0
+  var total = 0
+  while i < 5 {
+    total = total + i
+    i = i + 1
+  }
+  return total
+}
+println(loop())
+"""
+    assert run(src).split() == ["-9223372036854775808", "-9223372036854775808", "-1", "-21", "10"]
+
+
+def test_other_operand_types_take_the_generic_path() -> None:
+    src = """
+var s = "a"
+var t = "b"
+println(s + t)
+var x = 1.5
+var y = 2
+println(x + y)
+println(x < 2)
+var z = 0.5
+while z < 3 { z = z + 1 }
+println(z)
+var n = 0
+while n != 5 { n = n + 1 }
+println(n)
+println(try { s + 1 })
+"""
+    assert run(src).splitlines() == [
+        "ab",
+        "3.5",
+        "true",
+        "3.5",
+        "5",
+        "Result.Err(Type error: Cannot add string and int)",
+    ]
+
+
+def test_a_global_read_before_it_is_set_is_late_bound() -> None:
+    src = """
+fn later() { return counter + 1 }
+var counter = 41
+println(later())
+"""
+    assert run(src) == "42\n"
+    with pytest.raises(HarnError, match="Undefined variable: missing"):
+        run("fn f() { return missing + 1 }\nprintln(f())\n")
+
+
+def test_a_slow_path_error_points_at_the_operator() -> None:
+    src = "fn g(a, b) {\n  return a - b\n}\nprintln(g(10))\n"
+    with pytest.raises(HarnError) as info:
+        run(src)
+    assert "Cannot subtract nil from int" in str(info.value)
+    top = info.value.trace[0]
+    assert (top.function, top.line, top.col) == ("g", 2, 10)
+
+
+def test_fast_calls_keep_arity_defaults_and_captures() -> None:
+    src = """
+fn g(a, b) { return a - b }
+println(g(10, 3, 4))
+fn opt(a, b = 5) { return a + b }
+println(opt(1))
+let k = 100
+let add = { a, b -> a + b + k }
+println(add(1, 2))
+fn fib(n) {
+  if n < 2 { return n }
+  return fib(n - 1) + fib(n - 2)
+}
+println(fib(15))
+"""
+    assert run(src).split() == ["7", "6", "103", "610"]
+
+
+def test_fast_calls_still_hit_the_frame_limit() -> None:
+    src = "fn down(n) { return 1 + down(n + 1) }\nprintln(try { down(0) })\n"
+    assert run(src, max_depth=200) == "Result.Err(Stack overflow: too many nested calls)\n"
+
+
+def test_shapes_are_recognised() -> None:
+    """The compiler tags slot reads, so `n < 2` and `i = i + 1` get the fused forms."""
+    k = fastops.slot_ev(3)
+    assert fastops.slot_of(k) == 3
+
+    def generic(f: object) -> object:
+        raise AssertionError("not reached for ints")
+
+    lt = fastops.binop_ev("<", k, lambda f: 2, 2, generic, lambda err: None)  # type: ignore[arg-type]
+    assert lt is not None and fastops.shape_of(lt) == ("<", ("s", 3), ("c", 2))
+    jump = fastops.fused_jump(lt, 7, 1, jump_if=False)
+    assert jump is not None
+
+    class F:
+        slots = [0, 0, 0, 1]
+
+    assert jump(F()) == 1  # type: ignore[arg-type]
+    F.slots[3] = 5
+    assert jump(F()) == 7  # type: ignore[arg-type]
