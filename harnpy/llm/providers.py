@@ -20,7 +20,7 @@ import attrs
 
 from harnpy.llm.errors import LlmError
 from harnpy.llm.mock import MockEntry, MockProvider, MockRecorder, RecordingProvider
-from harnpy.llm.pool import DEFAULT_MAX_WORKERS, LlmPool
+from harnpy.llm.pool import DEFAULT_CONCURRENCY, LlmPool, concurrency_limit
 from harnpy.llm.routing import canonical_provider, resolve_route
 from harnpy.llm.types import LlmRequest, LlmResponse
 
@@ -72,7 +72,8 @@ class LlmHost:
         sleep: backoff sleep for real providers (tests inject a recorder).
         fixture: ``--llm-mock`` entries; when given, the mock serves every call.
         record_path: ``--llm-mock-record`` file; real answers are written there.
-        max_workers: size of the call pool.
+        max_workers: concurrency limit of a provider no environment variable sets one for
+            (``HARNPY_LLM_CONCURRENCY[_<PROVIDER>]``, see :mod:`harnpy.llm.pool`).
     """
 
     def __init__(
@@ -82,7 +83,7 @@ class LlmHost:
         sleep: Callable[[float], None] = time.sleep,
         fixture: Iterable[MockEntry] | None = None,
         record_path: str | Path | None = None,
-        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_workers: int = DEFAULT_CONCURRENCY,
     ) -> None:
         self._env = env
         self._sleep = sleep
@@ -150,11 +151,18 @@ class LlmHost:
             failed: Future[LlmResponse] = Future()
             failed.set_exception(err)
             return failed
+        try:
+            name = routed.provider or provider.name
+            limit = concurrency_limit(self.env, name, self._max_workers)
+        except LlmError as err:
+            bad: Future[LlmResponse] = Future()
+            bad.set_exception(err)
+            return bad
         with self._lock:
             if self._pool is None:
                 self._pool = LlmPool(self._max_workers)
             pool = self._pool
-        return pool.submit(provider, routed)
+        return pool.submit(provider, routed, limit=limit)
 
     def close(self) -> None:
         """Wait for running calls, close SDK clients and the recording file."""

@@ -44,6 +44,14 @@ class RecordedRequest:
     body: Any
 
 
+class _Server(ThreadingHTTPServer):
+    """A threading server whose listen backlog takes hundreds of simultaneous connections
+    (the default of 5 makes a burst of concurrent calls wait for TCP retransmits)."""
+
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 class FakeLlmServer:
     """Scripted HTTP server; use as a context manager or call ``start``/``stop``."""
 
@@ -134,7 +142,7 @@ class FakeLlmServer:
                     # The client gave up (timeout test); nothing to answer.
                     pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
