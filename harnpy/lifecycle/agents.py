@@ -63,6 +63,7 @@ from harnpy.lifecycle.compaction import loop_policy
 from harnpy.lifecycle.llm_builtins import (
     assistant_message,
     build,
+    message_cache,
     submit_blocking,
     visible_text,
 )
@@ -376,7 +377,7 @@ def agent_llm_turn(thread: Any, st: Any = None) -> Any:
         if st["tool_format"] == "text":
             contract = text_tools.text_tool_contract(wire)
             system = f"{system}\n\n{contract}" if system else contract
-    request = build(None, system, opts, where="agent_loop")
+    request = build(None, system, opts, where="agent_loop", cache=message_cache(rt))
 
     def finish(resp: Any) -> dict[str, Any]:
         return apply_response(rt, st, resp)

@@ -102,8 +102,19 @@ def submit_blocking(
     return waker
 
 
-def build(prompt: Any, system: Any, options: Any, where: str = "llm_call") -> Any:
-    """:func:`harnpy.llm.build_request` with LLM config errors thrown as Harn dicts."""
+def message_cache(rt: Any) -> Any:
+    """The run's :class:`~harnpy.llm.options.MessageCache` once its LLM host exists, else
+    None (the first call validates everything, as without a cache)."""
+    host = services(rt)._llm
+    return None if host is None else host.message_cache
+
+
+def build(
+    prompt: Any, system: Any, options: Any, where: str = "llm_call", cache: Any = None
+) -> Any:
+    """:func:`harnpy.llm.build_request` with LLM config errors thrown as Harn dicts;
+    ``cache``: the run's :class:`~harnpy.llm.options.MessageCache` (validate new messages
+    only)."""
     from harnpy.llm import LlmError, build_request
 
     if options is not None and type(options) is not dict:
@@ -115,7 +126,7 @@ def build(prompt: Any, system: Any, options: Any, where: str = "llm_call") -> An
     if system is not None and type(system) is not str:
         raise thrown(f"{where}: system must be a string or nil")
     try:
-        request = build_request(prompt, system, options, where=where)
+        request = build_request(prompt, system, options, where=where, cache=cache)
     except LlmError as exc:
         raise HarnThrow(llm_error_value(exc)) from None
     if options is not None and options.get("tool_search") is not None:
@@ -309,7 +320,7 @@ def llm_call(thread: Any, *args: Any) -> Any:
     require_instruction_call(thread, "llm_call")
     args = strip_harness(args)
     prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
-    request = build(prompt, system, options)
+    request = build(prompt, system, options, cache=message_cache(thread.runtime))
     opts = options or {}
     wants_json, schema = _json_wanted(opts)
     retries = opts.get("schema_retries")

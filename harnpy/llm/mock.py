@@ -43,13 +43,14 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import attrs
 
 from harnpy.llm.errors import CONFIG, DISABLED, MOCK_UNMATCHED, LlmError, type_name
+from harnpy.llm.mock_log import CallLog
 from harnpy.llm.types import (
     LlmRequest,
     LlmResponse,
@@ -269,7 +270,7 @@ class MockProvider:
     def __init__(self) -> None:
         self._queue: list[MockEntry] = []
         self._fixture: list[MockEntry] | None = None
-        self._calls: list[dict[str, Any]] = []
+        self._calls = CallLog()
         self._lock = threading.Lock()
 
     # -- llm_mock / llm_mock_calls / llm_mock_clear ----------------------------------------
@@ -287,7 +288,7 @@ class MockProvider:
     def calls(self) -> list[dict[str, Any]]:
         """Recorded calls, oldest first: ``[{messages, system, tools, thinking}]`` (copies)."""
         with self._lock:
-            return copy.deepcopy(self._calls)
+            return self._calls.export()
 
     def clear(self) -> None:
         """``llm_mock_clear()``: drop queued entries and recorded calls.
@@ -316,7 +317,7 @@ class MockProvider:
             return {
                 "queue": [e.to_dict() for e in self._queue],
                 "fixture": None if self._fixture is None else [e.to_dict() for e in self._fixture],
-                "calls": copy.deepcopy(self._calls),
+                "calls": self._calls.export(),
             }
 
     def import_state(self, state: Mapping[str, Any]) -> None:
@@ -335,7 +336,7 @@ class MockProvider:
         with self._lock:
             self._queue = queue
             self._fixture = fixture
-            self._calls = copy.deepcopy(list(state.get("calls") or []))
+            self._calls.load(list(state.get("calls") or []))
 
     # -- the call -------------------------------------------------------------------------
     def complete(self, request: LlmRequest) -> LlmResponse:
@@ -345,30 +346,32 @@ class MockProvider:
             LlmError: the category of a scripted ``error`` entry, or ``mock_unmatched`` when
                 a ``--llm-mock`` fixture is loaded and nothing matched.
         """
-        messages = [m.to_wire() for m in request.messages]
         tools = request.native_tools()
         with self._lock:
-            self._calls.append(
-                copy.deepcopy(
-                    {
-                        "messages": messages,
-                        "system": request.system,
-                        "tools": request.tool_payload
-                        if request.tool_payload is not None
-                        else ([t.to_dict() for t in tools] if tools else None),
-                        "thinking": request.thinking,
-                    }
-                )
+            messages, texts = self._calls.record(
+                request.messages,
+                request.system,
+                copy.deepcopy(request.tool_payload)
+                if request.tool_payload is not None
+                else ([t.to_dict() for t in tools] if tools else None),
+                copy.deepcopy(request.thinking),
             )
-            text = match_text(messages)
+            cached: list[str] = []
+
+            def match() -> str:
+                if not cached:
+                    cached.append(texts())
+                return cached[0]
+
             entry = None
             if self._fixture is not None:
-                entry = _take(self._fixture, text)
+                entry = _take(self._fixture, match)
             if entry is None:
-                entry = _take(self._queue, text)
+                entry = _take(self._queue, match)
             fixture_active = self._fixture is not None
         if entry is not None:
-            return _scripted(entry, request, text)
+            return _scripted(entry, request, match)
+        text = match() if fixture_active else ""
         if fixture_active:
             snippet = text[:200] + ("..." if len(text) > 200 else "")
             raise LlmError(
@@ -377,17 +380,17 @@ class MockProvider:
         return _default(request, messages, tools)
 
 
-def _take(entries: list[MockEntry], text: str) -> MockEntry | None:
+def _take(entries: list[MockEntry], text: Callable[[], str]) -> MockEntry | None:
     for i, entry in enumerate(entries):
         if entry.match is None:
             return entries.pop(i)
     for i, entry in enumerate(entries):
-        if entry.match is not None and glob_match(entry.match, text):
+        if entry.match is not None and glob_match(entry.match, text()):
             return entries.pop(i) if entry.consume_match else entry
     return None
 
 
-def _scripted(entry: MockEntry, request: LlmRequest, text: str) -> LlmResponse:
+def _scripted(entry: MockEntry, request: LlmRequest, text: Callable[[], str]) -> LlmResponse:
     if entry.error is not None:
         retry = entry.error.retry_after_ms
         raise LlmError(
@@ -408,7 +411,9 @@ def _scripted(entry: MockEntry, request: LlmRequest, text: str) -> LlmResponse:
         text=entry.text,
         tool_calls=calls,
         usage=Usage(
-            input_tokens=entry.input_tokens if entry.input_tokens is not None else _utf8_len(text),
+            input_tokens=entry.input_tokens
+            if entry.input_tokens is not None
+            else _utf8_len(text()),
             output_tokens=entry.output_tokens if entry.output_tokens is not None else 30,
             cache_read_tokens=entry.cache_read_tokens or 0,
             cache_write_tokens=entry.cache_write_tokens or 0,

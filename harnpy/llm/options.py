@@ -53,6 +53,49 @@ def coerce_message(value: Any, where: str = "messages") -> Message:
         raise LlmError(CONFIG, validation_message(exc, where)) from None
 
 
+class MessageCache:
+    """Coerced :class:`Message` objects by the identity of the message dict they came from.
+
+    An agent loop sends its whole transcript on every turn; validating it all again makes a
+    turn O(transcript). With a cache, :func:`build_request` validates only the message dicts
+    it has not seen: a dict seen before, still holding the same values (checked against a
+    shallow copy kept with the entry, so a key reassigned in place is noticed), gives back the
+    same :class:`Message`. Harn code cannot change a dict this cache references: the
+    in-place update fast path only touches containers nothing else references, and every
+    other update copies. Entries hold their dict (so an id is never reused while cached); the
+    cache is emptied when it reaches ``max_entries``. Not snapshot data: a cold cache only
+    costs one validation per message.
+    """
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        self.max_entries = max_entries
+        self._entries: dict[int, tuple[Any, dict[Any, Any], Message]] = {}
+        self.misses = 0
+
+    def coerce_all(self, values: list[Any], where: str) -> list[Message]:
+        """:func:`coerce_message` of each of ``values`` (``where: messages[i]`` in errors),
+        known dicts from the cache.
+
+        Raises:
+            LlmError: as :func:`coerce_message` (a message that fails is not cached).
+        """
+        entries = self._entries
+        out: list[Message] = []
+        for i, value in enumerate(values):
+            hit = entries.get(id(value))
+            if hit is not None and hit[0] is value and hit[1] == value:
+                out.append(hit[2])
+                continue
+            message = coerce_message(value, f"{where}: messages[{i}]")
+            if type(value) is dict:
+                self.misses += 1
+                if len(entries) >= self.max_entries:
+                    entries.clear()
+                entries[id(value)] = (value, dict(value), message)
+            out.append(message)
+        return out
+
+
 def _coerce_tool_call(value: Any, where: str) -> ToolCall:
     if isinstance(value, ToolCall):
         return value
@@ -86,11 +129,13 @@ def build_request(
     options: Mapping[str, Any] | None = None,
     *,
     where: str = "llm_call",
+    cache: MessageCache | None = None,
 ) -> LlmRequest:
     """The request for ``llm_call(prompt, system, options)`` (lifecycle.md 2.14).
 
     ``options.messages`` replaces the prompt; otherwise the prompt becomes one user
-    message. The positional ``system`` wins over ``options.system``.
+    message. The positional ``system`` wins over ``options.system``. With a ``cache``, only
+    message dicts it has not seen are validated (see :class:`MessageCache`).
 
     Raises:
         LlmError: ``config`` with a one-line reason for a malformed option.
@@ -100,9 +145,12 @@ def build_request(
     if raw_messages is not None:
         if not isinstance(raw_messages, list):
             raise LlmError(CONFIG, f"{where}: option `messages` must be a list")
-        messages = [
-            coerce_message(m, f"{where}: messages[{i}]") for i, m in enumerate(raw_messages)
-        ]
+        if cache is not None:
+            messages = cache.coerce_all(raw_messages, where)
+        else:
+            messages = [
+                coerce_message(m, f"{where}: messages[{i}]") for i, m in enumerate(raw_messages)
+            ]
     else:
         messages = [Message(role="user", content=prompt or "")]
 
@@ -126,7 +174,7 @@ def build_request(
         tool_format = None
 
     fields: dict[str, Any] = {
-        "messages": messages,
+        "messages": [],  # validated above; set after structure() (no second pass over them)
         "system": system if system is not None else opts.get("system"),
         "model": opts.get("model"),
         "provider": opts.get("provider"),
@@ -144,9 +192,11 @@ def build_request(
         "api_key": opts.get("api_key"),
     }
     try:
-        return structure(fields, LlmRequest)
+        request = structure(fields, LlmRequest)
     except ShapeError as exc:
         message = validation_message(exc, where).replace("field `", "option `")
         for field, option in _OPTION_NAMES.items():
             message = message.replace(f"option `{field}`", f"option `{option}`")
         raise LlmError(CONFIG, message) from None
+    request.messages = messages
+    return request

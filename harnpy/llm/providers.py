@@ -20,6 +20,7 @@ import attrs
 
 from harnpy.llm.errors import LlmError
 from harnpy.llm.mock import MockEntry, MockProvider, MockRecorder, RecordingProvider
+from harnpy.llm.options import MessageCache
 from harnpy.llm.pool import DEFAULT_CONCURRENCY, LlmPool, concurrency_limit
 from harnpy.llm.routing import canonical_provider, resolve_route
 from harnpy.llm.types import LlmRequest, LlmResponse
@@ -96,6 +97,8 @@ class LlmHost:
         self._lock = threading.Lock()
         self._max_workers = max_workers
         self._pool: LlmPool | None = None
+        #: Validated transcript messages, reused across the calls of this run.
+        self.message_cache = MessageCache()
 
     @property
     def env(self) -> Mapping[str, str]:

@@ -1,0 +1,150 @@
+"""The mock provider's record of calls, in memory proportional to the calls, not their sizes.
+
+An agent loop sends its whole transcript on every turn, so recording every request's
+messages as a fresh list costs O(transcript) per call and O(calls x transcript) memory. The
+log stores each call as the number of leading messages it shares with the previous call
+plus its new messages; the full ``{messages, system, tools, thinking}`` dicts of
+``llm_mock_calls()`` (and of a snapshot) are rebuilt when asked for.
+
+The match text of the last call (every non-empty string inside the messages, depth-first,
+joined by newlines; see :func:`harnpy.llm.mock.match_text`) is kept per message, so the text
+of a call that extends the previous one costs only its new messages.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from harnpy.llm.types import Message
+
+
+@attrs.define
+class _Call:
+    """One recorded call: ``keep`` leading messages of the previous call, then ``tail``."""
+
+    keep: int
+    tail: list[dict[str, Any]]
+    system: str | None
+    tools: list[dict[str, Any]] | None
+    thinking: Any
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        if value:
+            out.append(value)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, out)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _strings(item, out)
+
+
+def message_text(wire: Mapping[str, Any]) -> str:
+    """The non-empty strings inside one wire message, depth-first, joined by newlines."""
+    parts: list[str] = []
+    _strings(dict(wire), parts)
+    return "\n".join(parts)
+
+
+def _shared_prefix(new: Sequence[Any], old: Sequence[Any]) -> int:
+    """How many leading items of ``new`` are the very objects of ``old``."""
+    n = len(old)
+    if n and len(new) >= n and new[:n] == old:  # C-speed when the items are identical
+        return n
+    k = 0
+    for a, b in zip(new, old):
+        if a is not b:
+            break
+        k += 1
+    return k
+
+
+class CallLog:
+    """Recorded mock calls (not thread-safe by itself: the provider holds its lock)."""
+
+    def __init__(self) -> None:
+        self._calls: list[_Call] = []
+        self._last_messages: list[Any] = []  # the Message objects (or dicts) of the last call
+        self._last_wire: list[dict[str, Any]] = []
+        self._last_text: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def record(
+        self,
+        messages: Sequence[Message],
+        system: str | None,
+        tools: list[dict[str, Any]] | None,
+        thinking: Any,
+    ) -> tuple[list[dict[str, Any]], Callable[[], str]]:
+        """Record one call; returns its wire messages and a function giving its match text
+        (joined on demand from per-message texts; only the new messages' are computed)."""
+        keep = _shared_prefix(messages, self._last_messages)
+        tail = [m.to_wire() for m in messages[keep:]]
+        wire = self._last_wire[:keep] + tail
+        texts = self._last_text[:keep] + [message_text(w) for w in tail]
+        self._calls.append(_Call(keep, tail, system, tools, thinking))
+        self._last_messages = list(messages)
+        self._last_wire = wire
+        self._last_text = texts
+
+        def text() -> str:
+            return "\n".join(t for t in texts if t)
+
+        return wire, text
+
+    def clear(self) -> None:
+        """Forget every call."""
+        self.__init__()  # type: ignore[misc]
+
+    def export(self) -> list[dict[str, Any]]:
+        """Every call as ``{messages, system, tools, thinking}`` (new plain data)."""
+        out: list[dict[str, Any]] = []
+        current: list[dict[str, Any]] = []
+        for call in self._calls:
+            current = current[: call.keep] + call.tail
+            out.append(
+                copy.deepcopy(
+                    {
+                        "messages": current,
+                        "system": call.system,
+                        "tools": call.tools,
+                        "thinking": call.thinking,
+                    }
+                )
+            )
+        return out
+
+    def load(self, calls: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the log with exported calls (messages that repeat the previous call's
+        leading messages are stored once)."""
+        self.clear()
+        previous: list[dict[str, Any]] = []
+        for call in calls:
+            messages = [dict(m) for m in copy.deepcopy(list(call.get("messages") or []))]
+            keep = 0
+            for a, b in zip(messages, previous):
+                if a != b:
+                    break
+                keep += 1
+            self._calls.append(
+                _Call(
+                    keep,
+                    messages[keep:],
+                    call.get("system"),
+                    copy.deepcopy(call.get("tools")),
+                    copy.deepcopy(call.get("thinking")),
+                )
+            )
+            previous = messages
+        # the next live call shares nothing with restored data (its Messages are new objects)
+        self._last_messages = []
+        self._last_wire = []
+        self._last_text = []
