@@ -2370,6 +2370,9 @@ def _interp_ev(parts: list[Any]) -> Ev:
                 pieces.append(p)
         else:
             pieces.append(p)
+    fast = fastops.interp_ev(pieces, display)
+    if fast is not None:
+        return fast
     if len(pieces) == 2 and isinstance(pieces[0], str) and not isinstance(pieces[1], str):
         s0, e1 = pieces
 

@@ -61,10 +61,10 @@ def mark_global(ev: Ev, g: dict[str, Any], name: str) -> Ev:
     return ev
 
 
-def _operand(ev: Ev, const: Any) -> Operand | None:
+def _operand(ev: Ev, const: Any) -> Operand:
     if type(const) is int:
         return ("c", const)
-    return getattr(ev, "_operand", None)
+    return getattr(ev, "_operand", None) or ("e", ev)
 
 
 def shape_of(ev: Ev) -> tuple[str, Operand, Operand] | None:
@@ -94,6 +94,20 @@ _ARITH_FAST = {
 
 _CMP_OPS = ("<", "<=", ">", ">=")
 
+#: The general operator on two values, for the slow path of a specialised ev.
+_SLOW: dict[str, Callable[[Any, Any], Any]] = {
+    "+": ops.add,
+    "-": ops.sub,
+    "*": ops.mul,
+    "%": ops.mod,
+    "<": ops.less,
+    ">": ops.greater,
+    "<=": ops.less_eq,
+    ">=": ops.greater_eq,
+    "==": ops.values_equal,
+    "!=": lambda a, b: not ops.values_equal(a, b),
+}
+
 
 def _read(var: str, operand: Operand, name: str) -> str:
     """The statement reading ``operand`` into ``var`` (a global may raise KeyError)."""
@@ -102,24 +116,30 @@ def _read(var: str, operand: Operand, name: str) -> str:
         return f"{var} = s[{name}]"
     if kind == "g":
         return f"{var} = {name}g[{name}]"
+    if kind == "e":
+        return f"{var} = {name}(f)"
     return f"{var} = {name}"
 
 
 def _reads(left: Operand, right: Operand, on_miss: str) -> str:
-    """Source reading the two operands into ``a`` and ``b`` (indented for a function body);
-    when one is a global, an unset global runs the statement ``on_miss`` instead."""
-    ra = _read("a", left, "la")
-    rb = _read("b", right, "rb")
-    if left[0] != "g" and right[0] != "g":
-        return f"        s = f.slots\n        {ra}\n        {rb}\n"
-    return (
-        "        s = f.slots\n"
-        "        try:\n"
-        f"            {ra}\n"
-        f"            {rb}\n"
-        "        except KeyError:\n"
-        f"            {on_miss}\n"
-    )
+    """Source reading the two operands, in order, into ``a`` and ``b`` (indented for a
+    function body).
+
+    An unset global runs the statement ``on_miss`` instead (nothing was evaluated yet: a
+    global right operand only follows a slot, a global or a literal); an error raised by an
+    operand ev is located at the operator, as the generic ev does."""
+    out = "        s = f.slots\n"
+    for var, operand, name in (("a", left, "la"), ("b", right, "rb")):
+        read = _read(var, operand, name)
+        if operand[0] == "g":
+            out += f"        try:\n            {read}\n        except KeyError:\n"
+            out += f"            {on_miss}\n"
+        elif operand[0] == "e":
+            out += f"        try:\n            {read}\n        except HarnError as err:\n"
+            out += "            locate(err)\n            raise\n"
+        else:
+            out += f"        {read}\n"
+    return out
 
 
 def _args(left: Operand, right: Operand) -> dict[str, Any]:
@@ -192,36 +212,37 @@ def binop_ev(
     the slow path of an arithmetic operator."""
     lo = _operand(left, None)
     ro = _operand(right, rconst)
-    if lo is None or ro is None:
+    if lo[0] == "e" and ro[0] == "g":
+        return None  # an unset global would run the generic ev: the left ev twice
+    if lo[0] == "e" and ro[0] == "e" and op not in _ARITH_FAST:
         return None
     reads = _reads(lo, ro, "return generic(f)")
-    slow: Any = None
+    slow: Any = _SLOW.get(op)
+    if slow is None:
+        return None
     if op in _ARITH_FAST:
         if op == "%" and ro[0] == "c" and ro[1] <= 0:
             return None
-        slow = {"+": ops.add, "-": ops.sub, "*": ops.mul, "%": ops.mod}[op]
         fast = _ARITH_FAST[op]
-        tail = (
-            "        try:\n"
-            "            return slow(a, b)\n"
-            "        except HarnError as err:\n"
-            "            locate(err)\n"
-            "            raise\n"
-        )
     elif op in _CMP_OPS:
         fast = f"if ta is int and type(b) is int:\n            return a {op} b\n"
-        tail = "        return generic(f)\n"
-    elif op in ("==", "!="):
-        fast = f"if ta is type(b) and (ta is int or ta is str):\n            return a {op} b\n"
-        tail = "        return generic(f)\n"
     else:
-        return None
+        fast = f"if ta is type(b) and (ta is int or ta is str):\n            return a {op} b\n"
+    # the general case on the values already read (an operand ev never runs twice)
+    tail = (
+        "        try:\n"
+        "            return slow(a, b)\n"
+        "        except HarnError as err:\n"
+        "            locate(err)\n"
+        "            raise\n"
+    )
     body = f"    def fn(f):\n{reads}        ta = type(a)\n        {fast}{tail}"
     make = _factory(("binop", op, lo[0], ro[0]), body, _params(lo, ro) + _COMMON)
     env = _args(lo, ro)
     env.update(_common(slow, generic, locate))
     fn: Ev = make(**env)
-    fn._shape = (op, lo, ro)  # type: ignore[attr-defined]
+    if "e" not in (lo[0], ro[0]):  # fused forms re-run the ev on their slow path
+        fn._shape = (op, lo, ro)  # type: ignore[attr-defined]
     return fn
 
 
@@ -374,3 +395,45 @@ def call_instr(
     )
     instr: Callable[[Frame], int] = make(**args)
     return instr
+
+
+# ------------------------------------------------------------- interpolation
+
+
+def interp_ev(pieces: list[Any], display: Callable[[Any], str]) -> Ev | None:
+    """A string-interpolation ev for ``pieces`` (literal strings and evs, at most 8): one
+    f-string over the pieces, slot reads inline, str/int values converted without a call to
+    ``display``; None for more pieces."""
+    if not pieces or len(pieces) > 8:
+        return None
+    lines: list[str] = []
+    names: list[str] = []
+    env: dict[str, Any] = {"display": display}
+    kinds: list[str] = []
+    for i, p in enumerate(pieces):
+        if type(p) is str:
+            env[f"c{i}"] = p
+            names.append(f"c{i}")
+            kinds.append("c")
+            continue
+        k = slot_of(p)
+        if k is not None:
+            env[f"k{i}"] = k
+            read = f"s[k{i}]"
+            kinds.append("s")
+        else:
+            env[f"e{i}"] = p
+            read = f"e{i}(f)"
+            kinds.append("e")
+        lines.append(
+            f"        v{i} = {read}\n"
+            f"        t = type(v{i})\n"
+            f"        if t is not str:\n"
+            f"            v{i} = str(v{i}) if t is int else display(v{i})\n"
+        )
+        names.append(f"v{i}")
+    fstring = "f'" + "".join("{" + n + "}" for n in names) + "'"
+    body = "    def fn(f):\n        s = f.slots\n" + "".join(lines) + f"        return {fstring}\n"
+    make = _factory(("interp", *kinds), body, list(env))
+    fn: Ev = make(**env)
+    return fn

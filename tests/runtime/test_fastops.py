@@ -131,3 +131,40 @@ def test_shapes_are_recognised() -> None:
     assert jump(F()) == 1  # type: ignore[arg-type]
     F.slots[3] = 5
     assert jump(F()) == 7  # type: ignore[arg-type]
+
+
+def test_interpolation_displays_every_kind_of_value() -> None:
+    src = """
+let i = 7
+let s = "str"
+fn show(x) { return "[${x}]" }
+println("a${i}b${s}c${1.5}d${true}e${nil}f${[1, "x"]}g${{k: 1}}h${i * 2}")
+println(show(3) + show("q") + show(false))
+println("${i}")
+"""
+    assert run(src).splitlines() == [
+        "a7bstrc1.5dtrueenilf[1, x]g{k: 1}h14",
+        "[3][q][false]",
+        "7",
+    ]
+
+
+def test_operators_over_expression_operands_give_the_generic_results() -> None:
+    src = """
+let total = [1, 2, 3].map({ x -> x + 0.5 }).sum() + len([1, 2])
+println(total)
+println(1.0 + len("abc"))
+println(len("ab") < 3.5)
+println(len("ab") == 2)
+println("a" + "${len("xyz")}")
+fn plus_len(v) { return len("ab") + v }
+println(try { plus_len("x") })
+"""
+    assert run(src).splitlines() == [
+        "9.5",
+        "4.0",
+        "true",
+        "true",
+        "a3",
+        "Result.Err(Type error: Cannot add int and string)",
+    ]
