@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: Bumped whenever the compiler's instruction layout changes; part of every snapshot.
-CODEGEN_VERSION = 1
+CODEGEN_VERSION = 2
 
 #: Instruction return value meaning "the thread's top frame changed; reload it".
 SWITCH = -1

@@ -1309,7 +1309,10 @@ class Compiler:
 
     def spill(self, ev: Ev) -> Ev:
         """Store the value of ``ev`` in a new temporary now and return an ev reading it (keeps
-        left-to-right order when a later operand runs a call)."""
+        left-to-right order when a later operand runs a call). A call result's temporary is
+        returned as it is: only its own call writes it, so a later call cannot change it."""
+        if getattr(ev, "_temp_slot", None) is not None:
+            return ev
         slot = self.b.temp()
         self.b.emit(I.op_store, slot, ev)
         return _slot_ev(slot)
