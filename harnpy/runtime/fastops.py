@@ -353,8 +353,11 @@ def call_instr(
     ``callee_kind`` ``"global"`` (``env``: ``g``, ``name``, ``fallback``: a module-level name,
     falling back to a builtin or a late-bound lookup) or ``"ev"`` (``env``: ``callee_ev``).
     The callee is evaluated before the arguments, the arguments before the depth check, as in
-    the generic call. None for more than 3 arguments."""
-    from harnpy.runtime.calls import stack_overflow
+    the generic call. A closure whose body is one call-free expression (``code.pure_ev``)
+    runs inline, as callback builtins run it (:func:`~harnpy.runtime.calls.fast_function`):
+    it cannot call, block or park, so no frame and no snapshot point is skipped. None for
+    more than 3 arguments."""
+    from harnpy.runtime.calls import fast_function, stack_overflow
     from harnpy.runtime.code import SWITCH
     from harnpy.runtime.values import Closure
 
@@ -371,6 +374,12 @@ def call_instr(
         "            code = callee.code\n"
         "            pad = code.call_pad\n"
         f"            if pad is not None and code.nparams == {n} and callee.bound_self is None:\n"
+        "                if code.pure_ev is not None:\n"
+        "                    fast = callee.fast\n"
+        "                    if fast is None:\n"
+        "                        fast = fast_function(callee)\n"
+        f"                    f.slots[target] = fast(f.thread, {xs.rstrip(', ')})\n"
+        "                    return nxt\n"
         "                th = f.thread\n"
         "                if th.depth >= th.max_depth:\n"
         "                    raise stack_overflow()\n"
@@ -381,7 +390,7 @@ def call_instr(
         f"        return slow_call(f, callee, [{xs.rstrip(', ')}], target, nxt)\n"
     )
     params = [*env, *names, "target", "nxt", "slow_call", "Closure", "Frame", "SWITCH"]
-    make = _factory(("call", callee_kind, n), body, [*params, "stack_overflow"])
+    make = _factory(("call", callee_kind, n), body, [*params, "stack_overflow", "fast_function"])
     args = dict(env)
     args.update({f"a{i}": ev for i, ev in enumerate(argevs)})
     args.update(
@@ -392,6 +401,7 @@ def call_instr(
         Frame=Frame,
         SWITCH=SWITCH,
         stack_overflow=stack_overflow,
+        fast_function=fast_function,
     )
     instr: Callable[[Frame], int] = make(**args)
     return instr

@@ -168,3 +168,11 @@ println(try { plus_len("x") })
         "a3",
         "Result.Err(Type error: Cannot add int and string)",
     ]
+
+
+def test_an_expression_closure_called_inline_keeps_its_trace() -> None:
+    src = 'let bad = { x, y -> x - y }\nfn outer(v) {\n  let r = bad(1, v)\n  return r\n}\nouter("s")\n'
+    with pytest.raises(HarnError) as info:
+        run(src)
+    trace = [(t.function, t.line, t.col) for t in info.value.trace]
+    assert trace == [("<closure>", 1, 21), ("outer", 3, 11), ("<module>", 6, 1)]
