@@ -156,10 +156,86 @@ def iter_pull(it: IterValue, thread: Any = None) -> Gen:
     return res
 
 
+def _fast_iter(it: Any, thread: Any) -> Iterator[Any] | None:
+    """A Python iterator over the remaining items of ``it`` when ``it`` is a chain of ``map``
+    and ``filter`` stages whose functions are expression closures
+    (:func:`~harnpy.runtime.calls.fast_function`: they cannot call, block or park) over a
+    pure source or a lazy sequence's memo; None otherwise. Nothing is consumed until it is
+    iterated.
+
+    It is as lazy as the pulls it replaces (one item at a time through every stage, a lazy
+    sequence's memo filled as items pass), so the order of evaluation, and so the first
+    error, are those of the callback path; it only runs without a native frame per pull."""
+    if type(it) is not IterValue or it.exhausted or it.memo is not None:
+        return None
+    if it.source is not None:
+        return _drain_source(it)
+    if len(it.stages) != 1:
+        return None
+    kind, st = it.stages[0]
+    if kind == "memo":
+        seq = it.origin
+        if type(seq) is not IterValue or seq.memo is None:
+            return None
+        up = None
+        if not seq.exhausted:
+            up = _fast_iter(seq.origin, thread)
+            if up is None:
+                return None
+        return _memo_tee(it, seq, st, up)
+    if kind not in ("map", "filter"):
+        return None
+    fast = fast_function(st["f"])
+    if fast is None:
+        return None
+    up = _fast_iter(it.origin, thread)
+    if up is None:
+        return None
+    if kind == "map":
+        return _map_items(it, fast, up, thread)
+    return _filter_items(it, fast, up, thread)
+
+
+def _map_items(it: IterValue, fast: Any, up: Iterator[Any], thread: Any) -> Iterator[Any]:
+    for v in up:
+        yield fast(thread, v)
+    it.exhausted = True
+
+
+def _filter_items(it: IterValue, fast: Any, up: Iterator[Any], thread: Any) -> Iterator[Any]:
+    for v in up:
+        if truthy(fast(thread, v)):
+            yield v
+    it.exhausted = True
+
+
+def _memo_tee(
+    it: IterValue, seq: IterValue, st: dict[str, Any], up: Iterator[Any] | None
+) -> Iterator[Any]:
+    """A memo cursor's items: those already memoized, then (``up``) new ones, memoized as
+    they pass (see :func:`_pull_memo`)."""
+    memo = seq.memo
+    assert memo is not None
+    while st["pos"] < len(memo):
+        v = memo[st["pos"]]
+        st["pos"] += 1
+        yield v
+    if up is not None:
+        for v in up:
+            memo.append(v)
+            st["pos"] = len(memo)
+            yield v
+        seq.exhausted = True
+    it.exhausted = True
+
+
 def pull_all(it: IterValue, thread: Any = None) -> Gen:
     """All remaining items of ``it`` as a list (callback generator, see :func:`iter_pull`)."""
     if it.source is not None:
         return list(_drain_source(it))
+    fast = _fast_iter(it, thread)
+    if fast is not None:
+        return list(fast)
     out: list[Any] = []
     while True:
         ok, v = yield from iter_pull(it, thread)
@@ -829,6 +905,10 @@ def force_sequence(seq: IterValue, thread: Any = None) -> Gen:
     """All items of a lazy sequence as a new list (computing the missing ones)."""
     memo = seq.memo
     assert memo is not None
+    fast = None if seq.exhausted else _fast_iter(seq.origin, thread)
+    if fast is not None:
+        memo.extend(fast)
+        seq.exhausted = True
     while not seq.exhausted:
         ok, v = yield from iter_pull(seq.origin, thread)
         if not ok:

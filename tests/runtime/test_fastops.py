@@ -176,3 +176,27 @@ def test_an_expression_closure_called_inline_keeps_its_trace() -> None:
         run(src)
     trace = [(t.function, t.line, t.col) for t in info.value.trace]
     assert trace == [("<closure>", 1, 21), ("outer", 3, 11), ("<module>", 6, 1)]
+
+
+def test_map_filter_chains_without_callback_frames_stay_lazy() -> None:
+    """A chain of expression closures runs in one loop, but item by item: the filter sees
+    item 2 (and fails) before the map reaches item 7 (which would divide by zero)."""
+    src = """
+let r = try { range(10).map({ x -> x == 2 ? "two" : 10 / (x - 7) }).filter({ v -> v - 1 > 0 }).to_list() }
+println(r)
+let xs = range(10).map({ x -> x * 2 })
+println(xs.filter({ v -> v % 4 == 0 }).to_list())
+println(len(xs))
+println(xs.map({ v -> v + 1 }).filter({ v -> v > 10 }).sum())
+let it = iter([1, 2, 3, 4]).map({ x -> x * 10 }).filter({ x -> x > 10 })
+println(it.to_list())
+println(it.to_list())
+"""
+    assert run(src).splitlines() == [
+        "Result.Err(Type error: Cannot subtract int from string)",
+        "[0, 4, 8, 12, 16]",
+        "10",
+        "75",
+        "[20, 30, 40]",
+        "[]",
+    ]
