@@ -241,8 +241,8 @@ def binop_ev(
     env = _args(lo, ro)
     env.update(_common(slow, generic, locate))
     fn: Ev = make(**env)
-    if "e" not in (lo[0], ro[0]):  # fused forms re-run the ev on their slow path
-        fn._shape = (op, lo, ro)  # type: ignore[attr-defined]
+    fn._shape = (op, lo, ro)  # type: ignore[attr-defined]
+    fn._slow = (slow, locate)  # type: ignore[attr-defined]
     return fn
 
 
@@ -251,7 +251,8 @@ def fused_jump(
 ) -> Callable[[Frame], int] | None:
     """One instruction for a specialised comparison (``< <= > >= == !=``) followed by a
     conditional jump to ``target`` when its truth equals ``jump_if`` (else ``nxt``), or None
-    when ``cond`` is not such a comparison. Non-int operands run ``cond`` itself.
+    when ``cond`` is not such a comparison. Non-int operands take the generic comparison of
+    the values read (each operand is evaluated once).
 
     ``back_edge``: the instruction is a loop's backward jump, where a requested interrupt is
     raised first (as :func:`~harnpy.runtime.instrs.op_loop_back` does)."""
@@ -261,6 +262,7 @@ def fused_jump(
     op, lo, ro = shape
     yes, no = (target, nxt) if jump_if else (nxt, target)
     reads = _reads(lo, ro, "return yes if cond(f) else no")
+    slow, locate = cond._slow  # type: ignore[attr-defined]
     check = (
         "        if f.thread.interrupt_requested:\n            f.thread.raise_interrupt()\n"
         if back_edge
@@ -271,12 +273,17 @@ def fused_jump(
         f"{check}{reads}"
         "        if type(a) is int and type(b) is int:\n"
         f"            return yes if a {op} b else no\n"
-        "        return yes if cond(f) else no\n"
+        "        try:\n"
+        "            return yes if slow(a, b) else no\n"
+        "        except HarnError as err:\n"
+        "            locate(err)\n"
+        "            raise\n"
     )
     key = ("jump", op, lo[0], ro[0], back_edge)
-    make = _factory(key, body, [*_params(lo, ro), "cond", "yes", "no"])
+    params = [*_params(lo, ro), "cond", "yes", "no", "slow", "locate", "HarnError"]
+    make = _factory(key, body, params)
     env = _args(lo, ro)
-    env.update(cond=cond, yes=yes, no=no)
+    env.update(cond=cond, yes=yes, no=no, slow=slow, locate=locate, HarnError=HarnError)
     instr: Callable[[Frame], int] = make(**env)
     return instr
 
@@ -291,8 +298,8 @@ def fused_store(
     instruction, run for anything but two ints with an int result; ``must_exist``: a global
     destination must already be bound (else ``generic`` runs and raises its error)."""
     shape = shape_of(ev)
-    if shape is None or shape[0] not in ("+", "-", "*"):
-        return None
+    if shape is None or shape[0] not in ("+", "-", "*") or "e" in (shape[1][0], shape[2][0]):
+        return None  # (its slow path runs the generic store: an operand ev would run twice)
     op, lo, ro = shape
     reads = _reads(lo, ro, "return generic(f)")
     if dest[0] == "s":
