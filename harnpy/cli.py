@@ -170,6 +170,9 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     repl = sub.add_parser("repl", help="interactive session")
     repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
     repl.set_defaults(handler=_cmd_repl)
+    from harnpy.serve.cli import add_subparsers as add_serve_subparsers
+
+    add_serve_subparsers(sub)
 
     if not full:
         return p

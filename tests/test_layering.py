@@ -42,6 +42,19 @@ ALLOWED = {
         "store",
         "security",
     },
+    # the HTTP server: a shell over the lifecycle layer and the store (imported only by cli)
+    "serve": {
+        "serve",
+        "runtime",
+        "stdlib",
+        "syntax",
+        "diagnostics",
+        "lifecycle",
+        "llm",
+        "store",
+        "security",
+        "client",
+    },
     # the durable store knows nothing of the language or the agents
     "store": {"store", "security"},
     # trust primitives (sealing, keys, bounded reads, private files): import nothing else

@@ -84,6 +84,8 @@ def submit_blocking(
         except Exception as exc:  # noqa: BLE001 - never lose a waiting thread
             waker.fail(HarnThrow({"category": "generic", "message": f"llm: {exc}"}))
             return
+        for listener in svc.llm_listeners:
+            listener(response)
         try:
             out = finish(response)
         except HarnError as exc:

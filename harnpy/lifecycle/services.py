@@ -45,6 +45,9 @@ class AgentServices:
         run_events: the run-event sink (:data:`RunEventSink`), or None (the default: the
             agent loop and the hook layer then build no event at all; see
             :func:`run_event_sink`).
+        llm_listeners: callables run with every model answer (an
+            :class:`~harnpy.llm.types.LlmResponse`) as it arrives (``harnpy serve`` records
+            per-call metadata and token usage this way).
     """
 
     def __init__(self, runtime: Any) -> None:
@@ -65,6 +68,7 @@ class AgentServices:
 
         self.ids = IdSource()
         self.run_events: RunEventSink | None = None
+        self.llm_listeners: list[Callable[[Any], None]] = []
 
     @property
     def llm(self) -> LlmHost:

@@ -226,17 +226,19 @@ class RunsMixin(SqlBase):
             rows = c.all(sql, params)
         return [self._run(r) for r in rows]
 
-    def claim_run(self, holder: str, lease_ms: int) -> RunRecord | None:
+    def claim_run(self, holder: str, lease_ms: int, run_id: str | None = None) -> RunRecord | None:
         """Claim the oldest runnable run — ``queued``, or ``in_progress`` under an expired
-        lease — for ``holder`` (skipping rows another replica is claiming); the returned
-        record's ``lease_fence`` is the fence to present. None when nothing is runnable."""
+        lease — for ``holder`` (skipping rows another replica is claiming); with ``run_id``
+        only that run. The returned record's ``lease_fence`` is the fence to present. None
+        when nothing is runnable."""
         with self.txn() as c:
             now = c.now_ms()
+            only = "" if run_id is None else "id = ? AND "
             row = c.one(
-                "SELECT id, lease_fence FROM runs WHERE status = 'queued' OR (status = "
-                "'in_progress' AND lease_holder IS NOT NULL AND lease_expires_at_ms < ?) "
+                f"SELECT id, lease_fence FROM runs WHERE {only}(status = 'queued' OR (status = "
+                "'in_progress' AND lease_holder IS NOT NULL AND lease_expires_at_ms < ?)) "
                 "ORDER BY created_at_ms, id LIMIT 1" + self.backend.skip_locked,
-                (now,),
+                (now,) if run_id is None else (run_id, now),
             )
             if row is None:
                 return None
@@ -249,6 +251,12 @@ class RunsMixin(SqlBase):
             got = c.one(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (row[0],))
             assert got is not None
             return self._run(got)
+
+    def run_counts(self) -> dict[str, int]:
+        """How many runs have each status (``/metrics``)."""
+        with self.read() as c:
+            rows = c.all("SELECT status, COUNT(*) FROM runs GROUP BY status")
+        return {str(r[0]): int(r[1]) for r in rows}
 
     def renew_run(self, run_id: str, fence: int, lease_ms: int) -> bool:
         """Extend the lease of claim ``fence``; False when another replica took over."""
@@ -272,12 +280,15 @@ class RunsMixin(SqlBase):
         worker_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         release: bool = False,
+        expect_statuses: tuple[str, ...] | None = None,
     ) -> RunRecord:
         """Change a run (only fields given); with ``fence`` only while that claim is
-        current. A final ``status`` (or ``release``) gives the lease back.
+        current, with ``expect_statuses`` only while the run has one of them. A final
+        ``status`` (or ``release``) gives the lease back.
 
         Raises:
-            Fenced: another replica took the run over; StoreError: unknown run or status;
+            Fenced: another replica took the run over, or its status is not one of
+            ``expect_statuses``; StoreError: unknown run or status;
             CheckpointTooLarge: ``output`` over 4 MiB (nothing written).
         """
         if status is not None and status not in RUN_STATUSES:
@@ -314,6 +325,9 @@ class RunsMixin(SqlBase):
             if fence is not None:
                 where += " AND lease_fence = ? AND lease_holder IS NOT NULL"
                 params.append(fence)
+            if expect_statuses:
+                where += f" AND status IN ({', '.join('?' * len(expect_statuses))})"
+                params.extend(expect_statuses)
             if not c.run(f"UPDATE runs SET {', '.join(sets)}{where}", params):
                 if c.one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
                     raise StoreError(f"store {self.display}: no run {run_id}", "config")

@@ -1,0 +1,353 @@
+"""Running claimed runs on a replica: worker threads, leases, events, the final commit.
+
+A run is executed by the replica that claimed it (``SqlStore.claim_run``: the claim carries
+a lease and a fence). The :class:`Executor` runs each claimed run on one of its worker
+threads in a fresh :class:`~harnpy.runtime.runtime.Runtime`:
+
+* what the program prints and the agent-loop reporters (``tool_call`` / ``tool_result`` /
+  ``hook``) become run events (the NDJSON events of ``harnpy run --resume --json``), written
+  under the fence, ending with ``result`` or ``error``;
+* a renewer thread extends the lease of every run in progress every third of the lease; a
+  renewal that fails (another replica took the run over, or it was cancelled) interrupts
+  the run, and nothing it does afterwards is committed (every write presents the fence);
+* at the end the completion snapshot (:mod:`harnpy.serve.completion`) or the sanitized
+  failure is committed with the fence, and the lease given back.
+
+Work inside a run happens at least once (a replica that dies mid-run loses its lease, and
+the run starts again elsewhere); the run's final status and snapshot are committed exactly
+once (the fence).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from harnpy.serve.completion import (
+    CompletionSnapshot,
+    ModelCall,
+    SnapshotTooLarge,
+    encode_snapshot,
+    model_call_of,
+    sanitize_failure,
+)
+from harnpy.serve.metrics import Metrics
+from harnpy.serve.program import AppProgram
+from harnpy.store import Fenced, RunRecord, StoreError
+
+__all__ = ["Executor", "Outcome"]
+
+log = logging.getLogger("harnpy.serve")
+
+#: Stack size of the worker threads (bytes): the parser and compiler recurse over nested
+#: source, as on the main thread with its raised recursion limit.
+THREAD_STACK_BYTES = 64 * 1024 * 1024
+
+
+class Outcome:
+    """How one execution ended: ``status`` (``completed`` / ``failed`` / ``in_progress``
+    for a park / ``lost`` when the claim was lost) and the stored record (None when lost)."""
+
+    def __init__(self, status: str, record: RunRecord | None) -> None:
+        self.status = status
+        self.record = record
+
+
+class _Events:
+    """Run events of one execution, written under its fence."""
+
+    def __init__(self, store: Any, run_id: str, fence: int, on_lost: Callable[[], None]):
+        self.store = store
+        self.run_id = run_id
+        self.fence = fence
+        self.on_lost = on_lost
+        self.lost = False
+        self.stdout_parts: list[str] = []
+
+    def emit(self, event_type: str, data: dict[str, Any]) -> None:
+        if self.lost:
+            return
+        try:
+            self.store.append_run_event(
+                self.run_id, event_type, {"event_type": event_type, **data}, fence=self.fence
+            )
+        except Fenced:
+            self.lost = True
+            self.on_lost()
+        except StoreError as e:  # e.g. one event over 4 MiB: dropped, the run goes on
+            log.warning("run %s: event %s not written: %s", self.run_id, event_type, e)
+
+    def stdout(self, text: str) -> None:
+        if text:
+            self.stdout_parts.append(text)
+            self.emit("stdout", {"payload": text})
+
+    def stderr(self, text: str) -> None:
+        if text:
+            self.emit("stderr", {"payload": text})
+
+    def run_event(self, event_type: str, data: dict[str, Any]) -> None:
+        from harnpy.stdlib.jsonlib import to_json_data
+
+        self.emit(event_type, to_json_data(data))
+
+
+class _Active:
+    def __init__(self, run: RunRecord) -> None:
+        self.run = run
+        self.fence = run.lease_fence
+        self.runtime: Any = None
+        self.lost = False
+        self.future: Future[Outcome] = Future()
+
+    def interrupt(self) -> None:
+        th = getattr(self.runtime, "main_thread", None)
+        if th is not None:
+            th.interrupt_requested = True
+
+
+class Executor:
+    """Worker threads running claimed runs of one replica (module docstring).
+
+    Args:
+        app: the served program.
+        store: the shared store.
+        replica_id: this replica's lease holder name.
+        concurrency: worker threads (runs executed at once).
+        lease_ms: the lease of a claim (renewed every third of it).
+        metrics: the replica's metrics.
+        secrets: strings never stored in a failure (the server's API keys).
+        keep_raw: keep raw model metadata in completion snapshots.
+    """
+
+    def __init__(
+        self,
+        app: AppProgram,
+        store: Any,
+        replica_id: str,
+        *,
+        concurrency: int = 4,
+        lease_ms: int = 15_000,
+        metrics: Metrics,
+        secrets: tuple[str, ...] = (),
+        keep_raw: bool = False,
+    ) -> None:
+        self.app = app
+        self.store = store
+        self.replica_id = replica_id
+        self.concurrency = max(1, concurrency)
+        self.lease_ms = lease_ms
+        self.metrics = metrics
+        self.secrets = secrets
+        self.keep_raw = keep_raw
+        self.active: dict[str, _Active] = {}
+        self._lock = threading.Lock()
+        self._queue: queue.Queue[_Active | None] = queue.Queue()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # ------------------------------------------------------------------ threads
+
+    def start(self) -> None:
+        """Start the worker threads and the lease renewer."""
+        old = threading.stack_size()
+        try:
+            threading.stack_size(THREAD_STACK_BYTES)
+        except (ValueError, RuntimeError):  # pragma: no cover - platform without it
+            pass
+        try:
+            for i in range(self.concurrency):
+                t = threading.Thread(target=self._work, name=f"harnpy-run-{i}", daemon=True)
+                t.start()
+                self._threads.append(t)
+        finally:
+            threading.stack_size(old)
+        r = threading.Thread(target=self._renew_loop, name="harnpy-lease-renewer", daemon=True)
+        r.start()
+        self._threads.append(r)
+
+    def busy(self) -> int:
+        """Runs claimed by this replica and not finished yet."""
+        with self._lock:
+            return len(self.active)
+
+    def has_capacity(self) -> bool:
+        """Whether a worker thread is free for another claimed run."""
+        return not self._stopping.is_set() and self.busy() < self.concurrency
+
+    def submit(self, run: RunRecord) -> Future[Outcome]:
+        """Queue a run this replica has claimed; the future resolves with its outcome."""
+        act = _Active(run)
+        with self._lock:
+            self.active[run.id] = act
+        self.metrics.claims.inc()
+        self._queue.put(act)
+        return act.future
+
+    def cancel_local(self, run_id: str) -> None:
+        """Interrupt ``run_id`` if it runs here (its status was already set cancelled)."""
+        with self._lock:
+            act = self.active.get(run_id)
+        if act is not None:
+            act.lost = True
+            act.interrupt()
+
+    def stop(self, grace_s: float) -> None:
+        """Stop: take no more runs, wait up to ``grace_s`` seconds for the running ones,
+        then interrupt those still running and put them back in the queue of runnable runs
+        (``queued``, lease given back) for another replica."""
+        self._stopping.set()
+        deadline = time.monotonic() + grace_s
+        while self.busy() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with self._lock:
+            left = list(self.active.values())
+        for act in left:
+            act.lost = True
+            act.interrupt()
+            try:
+                self.store.update_run(act.run.id, fence=act.fence, status="queued", release=True)
+            except (Fenced, StoreError):
+                pass
+        for _ in self._threads:
+            self._queue.put(None)
+
+    def _work(self) -> None:
+        while True:
+            act = self._queue.get()
+            if act is None:
+                return
+            try:
+                outcome = self._execute(act)
+            except BaseException as e:  # noqa: BLE001 - a worker thread must survive
+                log.exception("run %s: internal error", act.run.id)
+                outcome = self._fail(act, "internal", _internal_message(e))
+            finally:
+                with self._lock:
+                    self.active.pop(act.run.id, None)
+            if not act.future.done():
+                act.future.set_result(outcome)
+
+    def _renew_loop(self) -> None:
+        period = max(0.05, self.lease_ms / 3000)
+        while not self._stopping.wait(period):
+            with self._lock:
+                acts = list(self.active.values())
+            for act in acts:
+                if act.lost:
+                    continue
+                try:
+                    ok = self.store.renew_run(act.run.id, act.fence, self.lease_ms)
+                except StoreError as e:
+                    log.warning("run %s: lease renewal failed: %s", act.run.id, e)
+                    continue
+                if not ok:
+                    self._lose(act)
+
+    def _lose(self, act: _Active) -> None:
+        if not act.lost:
+            act.lost = True
+            self.metrics.lease_losses.inc()
+        act.interrupt()
+
+    # ------------------------------------------------------------------ one run
+
+    def _execute(self, act: _Active) -> Outcome:
+        from harnpy.diagnostics import RECURSION_LIMIT_MESSAGE, DiagnosticError
+        from harnpy.lifecycle.services import services
+        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt
+        from harnpy.runtime.runtime import Runtime
+        from harnpy.runtime.values import type_name
+        from harnpy.stdlib.jsonlib import from_json_data, to_json_data
+
+        run = act.run
+        events = _Events(self.store, run.id, act.fence, lambda: self._lose(act))
+        calls: list[ModelCall] = []
+        rt = Runtime(stdout=events.stdout, stderr=events.stderr)
+        act.runtime = rt
+        svc = services(rt)
+        svc.run_events = events.run_event
+        svc.llm_listeners.append(lambda r: calls.append(model_call_of(r, self.keep_raw)))
+        entry = self.app.resolve(run.entry)
+        if entry is None:
+            return self._fail(act, "unknown_entry", f"no entry point {run.entry!r}", events)
+        try:
+            mod = self.app.load(rt, entry, from_json_data(run.input))
+            value = rt.run_module(mod)
+        except DiagnosticError as e:
+            return self._fail(act, "load_error", e.render(), events, "E200")
+        except HarnError as e:
+            return self._fail(act, "runtime_error", e.message, events, e.code)
+        except HarnExit as e:
+            if e.code != 0:
+                return self._fail(act, "exit", f"the program called exit({e.code})", events)
+            value = None
+        except HarnInterrupt:
+            return self._fail(act, "interrupted", "the run was interrupted", events)
+        except RecursionError:
+            return self._fail(act, "runtime_error", RECURSION_LIMIT_MESSAGE, events)
+        output = to_json_data(value)
+        snap = CompletionSnapshot.build(
+            output,
+            type_name=type_name(value),
+            stdout="".join(events.stdout_parts),
+            metadata=dict(run.metadata.get("caller") or {}),
+            calls=calls,
+        )
+        try:
+            data = encode_snapshot(snap)
+        except SnapshotTooLarge as e:
+            return self._fail(
+                act,
+                "output_too_large",
+                f"the completion snapshot is {e.size} bytes of JSON, over the 4 MiB limit",
+                events,
+            )
+        events.emit("result", {"value": output, "exit_code": 0})
+        return self._commit(act, "completed", output=data)
+
+    def _commit(self, act: _Active, status: str, **fields: Any) -> Outcome:
+        if act.lost:
+            return Outcome("lost", None)
+        started = time.perf_counter()
+        try:
+            rec = self.store.update_run(act.run.id, fence=act.fence, status=status, **fields)
+        except Fenced:
+            self._lose(act)
+            return Outcome("lost", None)
+        if "output" in fields:
+            import orjson
+
+            self.metrics.checkpoint_bytes.observe(len(orjson.dumps(fields["output"])))
+            self.metrics.checkpoint_seconds.observe(time.perf_counter() - started)
+        self.metrics.finished.labels(status).inc()
+        return Outcome(status, rec)
+
+    def _fail(
+        self,
+        act: _Active,
+        category: str,
+        message: str,
+        events: _Events | None = None,
+        code: str | None = None,
+    ) -> Outcome:
+        from harnpy.serve.completion import secret_values
+
+        error = sanitize_failure(category, message, code, secret_values(self.secrets))
+        if events is not None:
+            events.emit(
+                "error",
+                {"error": {"code": code or category, "message": error["message"]}, "exit_code": 1},
+            )
+        if act.lost:
+            return Outcome("lost", None)
+        return self._commit(act, "failed", error=error)
+
+
+def _internal_message(e: BaseException) -> str:
+    return f"internal error ({type(e).__name__}); the server log has the details"
