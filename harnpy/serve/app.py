@@ -167,9 +167,47 @@ class ServeApp:
                 await self._loop_task
             await run_in_threadpool(self.executor.stop, self.config.grace_ms / 1000)
 
+    async def requeue_ready(self) -> int:
+        """Make the parked runs whose wait is over runnable again (``queued``) and wake the
+        claim loop; returns how many. Every replica does this about once a second, so a
+        completion made anywhere (another replica, ``harnpy waitpoint complete``, a program)
+        and a waitpoint timeout are noticed."""
+        n = await run_in_threadpool(self._requeue_ready_sync)
+        if n:
+            self._wake.set()
+        return n
+
+    def _requeue_ready_sync(self) -> int:
+        try:
+            from harnpy.lifecycle.waitpoints.durable import park_ready, time_out_due
+        except ImportError:  # pragma: no cover - no durable waitpoints: nothing parks
+            return 0
+        store = self.store
+        time_out_due(store)
+        n = 0
+        for run in store.parked_runs():
+            assert run.worker_id is not None
+            info = store.checkpoint_info(run.worker_id)
+            if info is None:
+                continue
+            ready = info.status in ("completed", "failed") or (
+                info.status == "suspended" and park_ready(store, run.worker_id, info.park_id)
+            )
+            if ready and store.requeue_parked_run(run.id):
+                n += 1
+        return n
+
     async def _claim_loop(self) -> None:
         poll = self.config.poll_ms / 1000
+        loop = asyncio.get_running_loop()
+        next_scan = 0.0
         while not self.stopping:
+            if loop.time() >= next_scan:
+                next_scan = loop.time() + 1.0
+                try:
+                    await self.requeue_ready()
+                except StoreError as e:
+                    log.warning("scan of parked runs failed: %s", e)
             got = None
             if self.executor.has_capacity():
                 try:
@@ -199,8 +237,9 @@ class ServeApp:
             )
         return who
 
-    async def body_json(self, request: Request) -> Any:
-        """The request body as JSON, at most ``max_body_bytes``; ApiError 413 / 400."""
+    async def body_json(self, request: Request, allow_empty: bool = False) -> Any:
+        """The request body as JSON, at most ``max_body_bytes`` (None for an empty body
+        when ``allow_empty``); ApiError 413 / 400."""
         cap = self.config.max_body_bytes
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > cap:
@@ -213,6 +252,8 @@ class ServeApp:
                 raise ApiError(413, "body_too_large", f"the request body is over {cap} bytes")
             chunks.append(chunk)
         raw = b"".join(chunks)
+        if allow_empty and not raw.strip():
+            return None
         try:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
@@ -302,7 +343,15 @@ class ServeApp:
         run = await self.lookup(request, who)
         if run is None:
             return not_found()
-        return JSONResponse(public_view(run), 200)
+        view = public_view(run)
+        if run.status == "in_progress" and run.worker_id is not None:
+            wps = await run_in_threadpool(self.store.waitpoints_of, run.worker_id)
+            view["waitingOn"] = [
+                w.id
+                for w in wps
+                if w.status == "open" and (w.metadata or {}).get("kind") != "timeout"
+            ]
+        return JSONResponse(view, 200)
 
     async def cancel(self, request: Request) -> Response:
         """``POST /v1/responses/{id}/cancel``: a run that is not final becomes

@@ -259,8 +259,7 @@ class Executor:
 
     def _execute(self, act: _Active) -> Outcome:
         from harnpy.diagnostics import RECURSION_LIMIT_MESSAGE, DiagnosticError
-        from harnpy.lifecycle.services import services
-        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt
+        from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
         from harnpy.runtime.runtime import Runtime
         from harnpy.runtime.values import type_name
         from harnpy.stdlib.jsonlib import from_json_data, to_json_data
@@ -268,17 +267,24 @@ class Executor:
         run = act.run
         events = _Events(self.store, run.id, act.fence, lambda: self._lose(act))
         calls: list[ModelCall] = []
+        if run.worker_id is None:
+            # a replica that died between the park's commit and handing the run back left
+            # the checkpoint (``prog-<run id>``, as the waitpoint state names it) unrecorded
+            own = f"prog-{run.id}"
+            if self.store.checkpoint_info(own) is not None:
+                run.worker_id = own
+        if run.worker_id is not None:  # it parked: continue from its checkpoint
+            return self._resume(act, events, calls)
         rt = Runtime(stdout=events.stdout, stderr=events.stderr)
-        act.runtime = rt
-        svc = services(rt)
-        svc.run_events = events.run_event
-        svc.llm_listeners.append(lambda r: calls.append(model_call_of(r, self.keep_raw)))
+        self._prepare(act, rt, events, calls)
         entry = self.app.resolve(run.entry)
         if entry is None:
             return self._fail(act, "unknown_entry", f"no entry point {run.entry!r}", events)
         try:
             mod = self.app.load(rt, entry, from_json_data(run.input))
             value = rt.run_module(mod)
+        except SnapshotExit:
+            return self._parked(act, rt)
         except DiagnosticError as e:
             return self._fail(act, "load_error", e.render(), events, "E200")
         except HarnError as e:
@@ -291,10 +297,121 @@ class Executor:
             return self._fail(act, "interrupted", "the run was interrupted", events)
         except RecursionError:
             return self._fail(act, "runtime_error", RECURSION_LIMIT_MESSAGE, events)
-        output = to_json_data(value)
+        return self._complete(act, events, calls, to_json_data(value), type_name(value))
+
+    def _prepare(self, act: _Active, rt: Any, events: _Events, calls: list[ModelCall]) -> None:
+        """Wire a run's runtime: events, model-call metadata, its waitpoints in the store
+        under the run's id (a wait parks the run as checkpoint ``prog-<run id>``)."""
+        from harnpy.lifecycle.services import services
+
+        act.runtime = rt
+        rt.serve_run = True
+        svc = services(rt)
+        svc.run_events = events.run_event
+        svc.llm_listeners.append(lambda r: calls.append(model_call_of(r, self.keep_raw)))
+        st = _waitpoint_state(rt)
+        if st is not None:
+            if st.run_id is None:
+                st.run_id = act.run.id
+            st.use_store(self.store)
+
+    def _parked(self, act: _Active, rt: Any) -> Outcome:
+        """The run parked on a waitpoint: keep it ``in_progress``, give the lease back
+        (the completion re-queues it for any replica)."""
+        st = _waitpoint_state(rt)
+        worker_id = st.worker_id() if st is not None else f"prog-{act.run.id}"
+        if act.lost:
+            return Outcome("lost", None)
+        info = self.store.checkpoint_info(worker_id)
+        if info is not None:
+            self.metrics.checkpoint_bytes.observe(info.size)
+        try:
+            rec = self.store.update_run(
+                act.run.id, fence=act.fence, worker_id=worker_id, release=True
+            )
+        except Fenced:
+            self._lose(act)
+            return Outcome("lost", None)
+        self.metrics.finished.labels("parked").inc()
+        return Outcome("in_progress", rec)
+
+    def _resume(self, act: _Active, events: _Events, calls: list[ModelCall]) -> Outcome:
+        """Continue a parked run from its checkpoint (or take the outcome another process
+        committed there: ``harnpy waitpoint resume`` may have resumed it)."""
+        from harnpy.lifecycle.waitpoints import resume_checkpoint
+        from harnpy.stdlib.jsonlib import to_json_data
+
+        run = act.run
+        wid = run.worker_id
+        assert wid is not None
+        info = self.store.checkpoint_info(wid)
+        if info is None:
+            return self._fail(act, "resume_refused", "the run's checkpoint is gone", events)
+        if info.status in ("completed", "failed"):
+            return self._settled_elsewhere(act, events, calls, wid)
+        if info.status != "suspended":  # another process is resuming it right now
+            return self._release(act)
+        earlier = self.store.run_events(run.id, 0, 100_000)
+        events.stdout_parts = [
+            str(e.data.get("payload", ""))
+            for e in earlier
+            if e.event_type == "stdout" and isinstance(e.data, dict)
+        ]
+
+        # the resume builds its own runtime on this thread: wire it as it is created
+        _pending.prepare = lambda rt: self._prepare(act, rt, events, calls)
+        try:
+            res = resume_checkpoint(self.store, wid, stdout=events.stdout, stderr=events.stderr)
+        finally:
+            _pending.prepare = None
+        if res is None:  # not ready after all, or another process won the claim
+            return self._release(act)
+        if res.status == "parked":
+            return self._parked(act, act.runtime)
+        if res.status == "completed":
+            value = getattr(act.runtime, "serve_final_value", None)
+            from harnpy.runtime.values import type_name
+
+            return self._complete(act, events, calls, to_json_data(value), type_name(value))
+        category = {"failed": "runtime_error", "refused": "resume_refused"}.get(
+            res.status, "internal"
+        )
+        return self._fail(act, category, res.message or res.status, events)
+
+    def _settled_elsewhere(
+        self, act: _Active, events: _Events, calls: list[ModelCall], wid: str
+    ) -> Outcome:
+        from harnpy.runtime.snapshot import SnapshotError, open_document
+
+        got = self.store.get_checkpoint(wid)
+        if got is None:
+            return self._fail(act, "resume_refused", "the run's checkpoint is gone", events)
+        body = got[1]
+        try:
+            doc = open_document(body, f"checkpoint {wid}")
+        except SnapshotError as e:
+            return self._fail(act, "resume_refused", e.message, events)
+        if not isinstance(doc, dict) or doc.get("status") not in ("completed", "failed"):
+            return self._fail(act, "resume_refused", "the run's checkpoint is damaged", events)
+        if doc["status"] == "failed":
+            return self._fail(act, "runtime_error", str(doc.get("error") or "failed"), events)
+        return self._complete(act, events, calls, doc.get("value"), "unknown")
+
+    def _release(self, act: _Active) -> Outcome:
+        """Give a claimed parked run back as it was (parked, no lease)."""
+        try:
+            rec = self.store.update_run(act.run.id, fence=act.fence, release=True)
+        except Fenced:
+            return Outcome("lost", None)
+        return Outcome("in_progress", rec)
+
+    def _complete(
+        self, act: _Active, events: _Events, calls: list[ModelCall], output: Any, type_name: str
+    ) -> Outcome:
+        run = act.run
         snap = CompletionSnapshot.build(
             output,
-            type_name=type_name(value),
+            type_name=type_name,
             stdout="".join(events.stdout_parts),
             metadata=dict(run.metadata.get("caller") or {}),
             calls=calls,
@@ -347,6 +464,51 @@ class Executor:
         if act.lost:
             return Outcome("lost", None)
         return self._commit(act, "failed", error=error)
+
+
+def _waitpoint_state(rt: Any) -> Any:
+    """The durable-waitpoint state of ``rt`` (:mod:`harnpy.lifecycle.waitpoints`), or None
+    when this build has no durable waitpoints (runs then cannot park)."""
+    try:
+        from harnpy.lifecycle.waitpoints.state import state_of
+    except ImportError:  # pragma: no cover - the waitpoints package ships with harnpy
+        return None
+    return state_of(rt)
+
+
+class _Pending(threading.local):
+    """Per worker thread: how to wire the next Runtime created on it (a resume creates
+    its runtime itself)."""
+
+    prepare: Callable[[Any], None] | None = None
+
+
+_pending = _Pending()
+
+
+def _on_runtime_init(rt: Any) -> None:
+    prepare = _pending.prepare
+    if prepare is not None:
+        _pending.prepare = None
+        prepare(rt)
+
+
+def _on_program_finish(rt: Any, value: Any) -> Any:
+    if getattr(rt, "serve_run", False):
+        rt.serve_final_value = value
+    return value
+
+
+def _install_hooks() -> None:
+    from harnpy.runtime import extensions
+
+    if _on_runtime_init not in extensions.RUNTIME_INIT:
+        extensions.RUNTIME_INIT.append(_on_runtime_init)
+    if _on_program_finish not in extensions.PROGRAM_FINISH:
+        extensions.PROGRAM_FINISH.append(_on_program_finish)
+
+
+_install_hooks()
 
 
 def _internal_message(e: BaseException) -> str:

@@ -252,6 +252,29 @@ class RunsMixin(SqlBase):
             assert got is not None
             return self._run(got)
 
+    def parked_runs(self, limit: int = 1000) -> list[RunRecord]:
+        """Runs parked on external work: ``in_progress`` with no lease and a checkpoint
+        (``worker_id``), least recently changed first."""
+        with self.read() as c:
+            rows = c.all(
+                f"SELECT {_RUN_COLS} FROM runs WHERE status = 'in_progress' AND lease_holder "
+                "IS NULL AND worker_id IS NOT NULL ORDER BY updated_at_ms, id LIMIT ?",
+                (limit,),
+            )
+        return [self._run(r) for r in rows]
+
+    def requeue_parked_run(self, run_id: str) -> bool:
+        """Make a parked run (``in_progress``, no lease) runnable again (``queued``); False
+        when it is not parked (running under a lease, final, unknown)."""
+        with self.txn() as c:
+            return bool(
+                c.run(
+                    "UPDATE runs SET status = 'queued', updated_at_ms = ? WHERE id = ? AND "
+                    "status = 'in_progress' AND lease_holder IS NULL",
+                    (c.now_ms(), run_id),
+                )
+            )
+
     def run_counts(self) -> dict[str, int]:
         """How many runs have each status (``/metrics``)."""
         with self.read() as c:
