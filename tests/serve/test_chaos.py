@@ -3,8 +3,9 @@ waitpoint and are completed from outside, while a random replica is SIGKILLed ab
 two seconds and restarted. Every run must reach ``completed`` exactly once, every poll must
 be answered by some live replica, no response may be lost or duplicated.
 
-``HARNPY_CHAOS_RUNS`` sets the number of runs (default 40 in the default suite; the issue's
-full scale is 300). Prints the counts and the p50 / p99 poll latency.
+Runs only when ``HARNPY_CHAOS_RUNS`` sets the number of runs (40 takes about a minute on an
+idle machine; the issue's full scale is 300): restarting replicas every two seconds is too
+heavy for the shared default suite. Prints the counts and the p50 / p99 poll latency.
 """
 
 from __future__ import annotations
@@ -84,10 +85,13 @@ class Fleet:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("HARNPY_CHAOS_RUNS"), reason="set HARNPY_CHAOS_RUNS=N to run the chaos test"
+)
 def test_chaos_replicas_killed_while_runs_park_and_complete(pg_url: str) -> None:
     from harnpy.lifecycle.waitpoints import complete_waitpoint
 
-    n = int(os.environ.get("HARNPY_CHAOS_RUNS", "40"))
+    n = int(os.environ["HARNPY_CHAOS_RUNS"])
     fleet = Fleet(pg_url, 3)
     stop = threading.Event()
 
