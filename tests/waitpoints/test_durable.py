@@ -343,3 +343,20 @@ def test_the_python_api_hosts_call(tmp_path: Path, store_url: str) -> None:
     assert [(r.status, r.exit_code) for r in results] == [("completed", 0)]
     assert "".join(out) == "cancelled: declined\n"
     assert resume_waiters(store_url, "api") == []  # exactly once
+
+
+def test_harnpy_worker_resumes_parked_programs(tmp_path: Path, store_url: str) -> None:
+    (tmp_path / "park.harn").write_text(PARK, encoding="utf-8")
+    assert run("run", "park.harn", cwd=tmp_path, store=store_url).returncode == 3
+    idle = run("worker", "--once", "--store", store_url, cwd=tmp_path)
+    assert idle.returncode == 0 and idle.stdout == "", idle.stderr
+    assert (
+        run(
+            "waitpoint", "complete", "approval", '{"ok": 1}', cwd=tmp_path, store=store_url
+        ).returncode
+        == 0
+    )
+    w = run("worker", "--once", "--store", store_url, cwd=tmp_path)
+    assert w.returncode == 0, w.stderr
+    assert w.stdout.splitlines() == ['resumed with {"ok":1}, kept-7, 15', "result 1"]
+    assert "completed" in w.stderr

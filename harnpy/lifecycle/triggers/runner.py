@@ -310,6 +310,23 @@ class WorkerRunner:
                 break
             seen.add(claim.record.id)
             out.append(self._handle(claim, manual=False, manual_input=None))
+        out.extend(self._resume_programs())
+        return out
+
+    def _resume_programs(self) -> list[dict[str, Any]]:
+        """Resume, here and one after another, the programs parked on durable waitpoints
+        whose wait is over (:func:`harnpy.lifecycle.waitpoints.durable.resume_ready`: the
+        same exactly-once claim as every resumer); one result dict each."""
+        from harnpy.lifecycle.waitpoints.durable import resume_ready
+
+        out: list[dict[str, Any]] = []
+        if not hasattr(self.store, "list_checkpoints"):  # a store without checkpoints
+            return out
+        for r in resume_ready(self.store):
+            self.log(
+                f"program {r.worker_id}: {r.status}" + (f" ({r.message})" if r.message else "")
+            )
+            out.append({"worker_id": r.worker_id, "kind": "program", "status": r.status})
         return out
 
     def run(self, poll_ms: int = DEFAULT_POLL_MS, once: bool = False) -> int:
