@@ -50,7 +50,7 @@ from typing import IO, Any
 import attrs
 
 from harnpy.llm.errors import CONFIG, DISABLED, MOCK_UNMATCHED, LlmError, type_name
-from harnpy.llm.mock_log import CallLog
+from harnpy.llm.mock_log import CallLog, collect_strings
 from harnpy.llm.types import (
     LlmRequest,
     LlmResponse,
@@ -203,23 +203,11 @@ def glob_match(pattern: str, text: str) -> bool:
     return True
 
 
-def _collect_strings(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        if value:
-            out.append(value)
-    elif isinstance(value, list):
-        for item in value:
-            _collect_strings(item, out)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _collect_strings(item, out)
-
-
 def match_text(messages: Iterable[Mapping[str, Any]]) -> str:
     """All non-empty strings inside the messages (depth-first), joined by newlines."""
     parts: list[str] = []
     for message in messages:
-        _collect_strings(dict(message), parts)
+        collect_strings(dict(message), parts)
     return "\n".join(parts)
 
 
@@ -229,7 +217,7 @@ def last_prompt_text(messages: Sequence[Mapping[str, Any]]) -> str:
         if "content" not in message:
             continue
         parts: list[str] = []
-        _collect_strings(message["content"], parts)
+        collect_strings(message["content"], parts)
         text = "\n".join(parts)
         if text.strip():
             return text

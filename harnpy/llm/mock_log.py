@@ -33,22 +33,23 @@ class _Call:
     thinking: Any
 
 
-def _strings(value: Any, out: list[str]) -> None:
+def collect_strings(value: Any, out: list[str]) -> None:
+    """Append the non-empty strings inside ``value`` (lists and dict values, depth-first)."""
     if isinstance(value, str):
         if value:
             out.append(value)
     elif isinstance(value, list):
         for item in value:
-            _strings(item, out)
+            collect_strings(item, out)
     elif isinstance(value, dict):
         for item in value.values():
-            _strings(item, out)
+            collect_strings(item, out)
 
 
 def message_text(wire: Mapping[str, Any]) -> str:
     """The non-empty strings inside one wire message, depth-first, joined by newlines."""
     parts: list[str] = []
-    _strings(dict(wire), parts)
+    collect_strings(dict(wire), parts)
     return "\n".join(parts)
 
 

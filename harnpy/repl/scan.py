@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from harnpy.syntax.lexer import block_comment_end
+
 INDENT = "    "
 
 
@@ -70,18 +72,7 @@ def scan(text: str) -> Scan:
             i = n if j < 0 else j
             continue
         if text.startswith("/*", i):
-            depth = 0
-            while i < n:
-                if text.startswith("/*", i):
-                    depth += 1
-                    i += 2
-                elif text.startswith("*/", i):
-                    depth -= 1
-                    i += 2
-                    if depth == 0:
-                        break
-                else:
-                    i += 1
+            i, depth = block_comment_end(text, i, n)
             if depth > 0:
                 st.open_comment = depth
                 st.last = ""

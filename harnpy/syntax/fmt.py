@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harnpy.syntax.lexer import CONTINUATION, LexInput, _Scanner
+from harnpy.syntax.lexer import CONTINUATION, LexInput, _Scanner, block_comment_end
 
 INDENT = "  "
 
@@ -161,18 +161,7 @@ def _mark_block_comments(
             nl = source.find("\n", i, stop)
             i = stop if nl < 0 else nl
         elif source.startswith("/*", i):
-            depth, j = 0, i
-            while j < stop:
-                if source.startswith("/*", j):
-                    depth += 1
-                    j += 2
-                elif source.startswith("*/", j):
-                    depth -= 1
-                    j += 2
-                    if depth == 0:
-                        break
-                else:
-                    j += 1
+            j, _open = block_comment_end(source, i, stop)
             a, b = source.count("\n", 0, i), source.count("\n", 0, j)
             if b > a:
                 _span_lines(a, b, verbatim, keep_end)

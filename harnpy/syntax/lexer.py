@@ -348,6 +348,26 @@ def dedent_triple_parts(literals: list[str]) -> list[str]:
 # --------------------------------------------------------------------------- scanner
 
 
+def block_comment_end(text: str, i: int, stop: int) -> tuple[int, int]:
+    """Scan the (nestable) block comment opening at ``text[i:i+2] == "/*"``.
+
+    Returns ``(end, depth)``: the index just past its closing ``*/`` and 0, or ``stop`` and
+    the number of comments still open when ``stop`` came first."""
+    depth = 0
+    while i < stop:
+        if text.startswith("/*", i):
+            depth += 1
+            i += 2
+        elif text.startswith("*/", i):
+            depth -= 1
+            i += 2
+            if depth == 0:
+                return i, 0
+        else:
+            i += 1
+    return stop, depth
+
+
 class _Scanner:
     """Characters to raw tokens (types: NAME, INT, FLOAT, DURATION, STRING, ISTRING,
     RAWSTRING, NL, LBRACE, QMARK and the operator names of :data:`_ONE`/:data:`_TWO`)."""
@@ -460,23 +480,11 @@ class _Scanner:
         return None
 
     def _block_comment(self, pos: int) -> None:
-        text, end = self.text, self.end
-        depth = 0
-        i = pos
-        while i < end:
-            if text.startswith("/*", i):
-                depth += 1
-                i += 2
-            elif text.startswith("*/", i):
-                depth -= 1
-                i += 2
-                if depth == 0:
-                    self._advance_lines(pos, i)
-                    self.pos = i
-                    return
-            else:
-                i += 1
-        raise self._error(E_UNTERMINATED_COMMENT, "Unterminated block comment", pos)
+        i, depth = block_comment_end(self.text, pos, self.end)
+        if depth:
+            raise self._error(E_UNTERMINATED_COMMENT, "Unterminated block comment", pos)
+        self._advance_lines(pos, i)
+        self.pos = i
 
     def _number(self, pos: int, line: int, col: int) -> Token:
         text, end = self.text, self.end
