@@ -20,14 +20,6 @@ pytest.importorskip("harnpy.lifecycle.waitpoints")
 APP = Path(__file__).resolve().parent / "apps" / "approval.harn"
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def module_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A store URL per backend, shared by the module's tests."""
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path_factory.mktemp('park') / 'store.sqlite3'}"
-    return str(request.getfixturevalue("pg_database"))
-
-
 @pytest.fixture(scope="module")
 def replicas(module_store: str) -> Iterator[list[Server]]:
     servers: list[Server] = []

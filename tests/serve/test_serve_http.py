@@ -21,14 +21,6 @@ APP = Path(__file__).resolve().parent / "apps" / "app.harn"
 SECRET = "s3cr3t-value-123"
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def module_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A store URL per backend, shared by the module's tests (runs never collide: ids)."""
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path_factory.mktemp('serve') / 'store.sqlite3'}"
-    return str(request.getfixturevalue("pg_database"))
-
-
 @pytest.fixture(scope="module")
 def replicas(module_store: str) -> Iterator[list[Server]]:
     """Two replicas on one store."""
