@@ -18,6 +18,7 @@ PROVIDERS = (
     "harnpy.lifecycle.hitl",
     "harnpy.lifecycle.hooks",
     "harnpy.lifecycle.llm_builtins",
+    "harnpy.lifecycle.structured_calls",
     "harnpy.lifecycle.pipeline_lifecycle",
     "harnpy.lifecycle.permissions",
     "harnpy.lifecycle.post_turn",

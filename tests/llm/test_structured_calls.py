@@ -1,0 +1,272 @@
+"""Structured LLM calls (harnpy.lifecycle.structured_calls): JSON extraction, the schema
+loop, ``llm_call_structured`` / ``_safe`` / ``_result``, the repair pass and ``agent_trace``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harnpy.lifecycle.structured_calls import NO_JSON, correction_prompt, extract_json_value
+from harnpy.runtime.runtime import Runtime
+from tests.conftest import harnpy
+
+SCHEMA = (
+    '{type: "object", required: ["verdict"], properties: {verdict: {type: "string"}, '
+    'note: {type: "string"}}}'
+)
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch):
+    """Run a Harn program in-process on the mock provider; returns its output lines."""
+    monkeypatch.setenv("HARN_LLM_CALLS_DISABLED", "1")
+
+    def go(source: str) -> list[str]:
+        out: list[str] = []
+        rt = Runtime(stdout=out.append, stderr=out.append)
+        rt.run_module(rt.load_main("<test>", source))
+        return "".join(out).rstrip("\n").split("\n")
+
+    return go
+
+
+def mock(text: str) -> str:
+    """An ``llm_mock`` call answering ``text``."""
+    return f"llm_mock({{text: {json.dumps(text)}}})\n"
+
+
+# ------------------------------------------------------------------ extraction
+
+
+def test_extraction_whole_fenced_and_prose() -> None:
+    assert extract_json_value('{"a": 1}') == (True, {"a": 1}, False, "")
+    assert extract_json_value('Sure:\n```json\n{"a": 2}\n```\nbye') == (True, {"a": 2}, True, "")
+    assert extract_json_value('I think {"a": [1, {"b": 3}]} is right {x}') == (
+        True,
+        {"a": [1, {"b": 3}]},
+        True,
+        "",
+    )
+    # a bracket that does not start JSON is skipped; the next one that does is taken
+    assert extract_json_value('see [note] then ["x", 1]')[:3] == (True, ["x", 1], True)
+
+
+def test_extraction_refuses_prose_nan_and_scalars_in_prose() -> None:
+    assert extract_json_value("no json here") == (False, None, False, NO_JSON)
+    assert extract_json_value("NaN")[0] is False
+    # a bare scalar counts only as the whole answer, not when it sits in prose
+    assert extract_json_value("42") == (True, 42, False, "")
+    assert extract_json_value("the answer is 42")[0] is False
+
+
+def test_correction_prompt_names_problems_and_schema() -> None:
+    text = correction_prompt(["at root: missing required key 'v'"], {"type": "object"})
+    assert "missing required key 'v'" in text and "schema" in text
+    assert '{"type": "object"}' in text
+    assert "JSON schema" not in correction_prompt(["p"], None)
+
+
+# ------------------------------------------------------------------ llm_call_structured
+
+
+def test_structured_returns_data_and_retries_without_replaying_the_bad_answer(run) -> None:
+    out = run(
+        mock('{"note": "x"}')
+        + mock('{"verdict": "YES"}')
+        + f"let s = {SCHEMA}\n"
+        + 'println(llm_call_structured("Grade", s, {provider: "mock", system: "be strict"}))\n'
+        "let calls = llm_mock_calls()\n"
+        "println(len(calls))\n"
+        "println(calls[1].system)\n"
+        "println(len(calls[1].messages) - len(calls[0].messages))\n"
+        "println(calls[1].messages.map({ m -> m.role }))\n"
+    )
+    assert out == ["{verdict: YES}", "2", "be strict", "1", "[user, user]"]
+
+
+def test_structured_throws_schema_validation_after_retries(run) -> None:
+    out = run(
+        mock('{"note": "a"}')
+        + mock('{"note": "b"}')
+        + f"let s = {SCHEMA}\n"
+        + 'let r = try { llm_call_structured("G", s, {provider: "mock", retries: 1}) }\n'
+        "let e = unwrap_err(r)\n"
+        "println(e.category)\n"
+        "println(e.errors)\n"
+        "println(e.text)\n"
+        "println(len(llm_mock_calls()))\n"
+    )
+    assert out[0] == "schema_validation"
+    assert "verdict" in out[1]
+    assert out[2] == '{"note": "b"}'
+    assert out[3] == "2"
+
+
+def test_structured_struct_schema_builds_the_struct(run) -> None:
+    out = run(
+        "struct Point { x: int, y: int }\n"
+        + mock('{"x": 1, "y": "two"}')
+        + mock('{"x": 1, "y": 2}')
+        + 'let p = llm_call_structured("pt", Point, {provider: "mock"})\n'
+        "println(type_of(p))\n"
+        "println(p.x + p.y)\n"
+        'println(llm_mock_calls()[1].messages[1].content.contains("at y"))\n'
+    )
+    assert out == ["struct", "3", "true"]
+
+
+def test_structured_rejects_a_non_schema(run) -> None:
+    out = run(
+        'let r = try { llm_call_structured("x", 5, {provider: "mock"}) }\n'
+        "println(unwrap_err(r).category)\n"
+        "println(unwrap_err(r).message)\n"
+    )
+    assert out == [
+        "config",
+        "llm_call_structured: schema must be a schema dict or a type, got int",
+    ]
+
+
+# ------------------------------------------------------------------ _safe
+
+
+def test_safe_envelopes(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock('{"verdict": "ok"}')
+        + 'let a = llm_call_structured_safe("G", s, {provider: "mock"})\n'
+        "println([a.ok, a.data.verdict, a.error])\n"
+        + mock("prose only")
+        + 'let b = llm_call_structured_safe("G", s, {provider: "mock", retries: 0})\n'
+        "println([b.ok, b.data, b.error.category])\n"
+        'println(b.error.message.contains("parseable JSON"))\n'
+        'llm_mock({error: {category: "timeout", message: "slow"}})\n'
+        'let c = llm_call_structured_safe("G", s, {provider: "mock", llm_retries: 0})\n'
+        "println([c.ok, c.error.category])\n"
+        'let d = llm_call_structured_safe("G", s, "nope")\n'
+        "println([d.ok, d.error.category])\n"
+    )
+    assert out == [
+        "[true, ok, nil]",
+        "[false, nil, schema_validation]",
+        "true",
+        "[false, timeout]",
+        "[false, config]",
+    ]
+
+
+# ------------------------------------------------------------------ _result
+
+
+def test_result_missing_json_category_and_usage(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + 'llm_mock({text: "I refuse", input_tokens: 7, output_tokens: 2, model: "m9"})\n'
+        + 'let r = llm_call_structured_result("G", s, {provider: "mock", schema_retries: 0})\n'
+        "println([r.ok, r.error_category, r.attempts, r.raw_text])\n"
+        "println([r.usage.input_tokens, r.usage.output_tokens, r.model, r.provider])\n"
+    )
+    assert out == ["[false, missing_json, 1, I refuse]", "[7, 2, m9, mock]"]
+
+
+def test_result_repair_uses_its_overrides_and_the_raw_text(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock('{"note": "forgot"}')
+        + mock('```json\n{"verdict": "FIXED"}\n```')
+        + 'let r = llm_call_structured_result("G", s, {provider: "mock", retries: 0, '
+        'repair: {system: "fix it", max_tokens: 50}})\n'
+        "println([r.ok, r.data.verdict, r.repaired, r.attempts, r.raw_text])\n"
+        "let rep = llm_mock_calls()[1]\n"
+        "println(rep.system)\n"
+        'println(rep.messages[0].content.contains("forgot"))\n'
+    )
+    assert out == ['[true, FIXED, true, 1, {"note": "forgot"}]', "fix it", "true"]
+
+
+def test_result_repair_disabled_and_config_errors(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock('{"note": "x"}')
+        + 'let r = llm_call_structured_result("G", s, {provider: "mock", retries: 0, '
+        "repair: {enabled: false}})\n"
+        "println([r.error_category, len(llm_mock_calls())])\n"
+        'let b = llm_call_structured_result("G", s, {provider: "mock", repair: 3})\n'
+        "println([b.ok, b.error_category, b.attempts])\n"
+        'let c = llm_call_structured_result("G", s, {provider: "mock", schema_retries: -1})\n'
+        "println([c.error_category, c.error])\n"
+    )
+    assert out == [
+        "[schema_validation, 1]",
+        "[false, config, 0]",
+        "[config, llm_call_structured_result: option `schema_retries` must be a non-negative int]",
+    ]
+
+
+# ------------------------------------------------------------------ agent_trace
+
+
+def test_agent_trace_records_calls_and_retries(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock("nothing")
+        + mock('{"verdict": "ok"}')
+        + 'llm_call_structured("G", s, {provider: "mock", schema_retry_nudge: false})\n'
+        "let t = agent_trace()\n"
+        "println(t.map({ e -> e.type }))\n"
+        "println([t[1].attempt, t[1].nudge_used, t[1].errors[0]])\n"
+        "println(len(llm_mock_calls()[1].messages))\n"
+    )
+    assert out == [
+        "[llm_call, schema_retry, llm_call]",
+        f"[1, false, {NO_JSON}]",
+        "1",
+    ]
+
+
+def test_agent_trace_survives_a_program_snapshot(tmp_path: Path) -> None:
+    prog = tmp_path / "prog.harn"
+    prog.write_text(
+        f"let s = {SCHEMA}\n"
+        + mock('{"verdict": 1}')
+        + mock('{"verdict": "ok"}')
+        + 'llm_call_structured("G", s, {provider: "mock"})\n'
+        '__snapshot_exit(env("SNAP"))\n'
+        "println(agent_trace().map({ e -> e.type }))\n"
+    )
+    snap = tmp_path / "state.json"
+    first = harnpy("run", str(prog), env={"SNAP": str(snap), "HARN_LLM_CALLS_DISABLED": "1"})
+    assert first.returncode == 3, first.stderr
+    assert json.loads(snap.read_text())["runtime_state"]["agent_trace"]
+    resumed = harnpy("run", "--resume", str(snap), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines() == ["[llm_call, schema_retry, llm_call]"]
+
+
+# ------------------------------------------------------------------ conformance
+
+
+CASES = Path(__file__).resolve().parents[2] / ".." / "shared" / "conformance" / "agents"
+STRUCTURED_CASES = [
+    "llm_call_structured_result_fenced",
+    "llm_call_structured_result_prose",
+    "llm_call_structured_result_repair",
+    "llm_call_structured_result_repair_fail",
+    "llm_call_structured_result_retry",
+    "llm_call_structured_result_schema_fail",
+    "llm_call_structured_result_transport",
+    "llm_call_structured_result_typed",
+    "llm_call_structured_retry",
+]
+
+
+@pytest.mark.parametrize("name", STRUCTURED_CASES)
+def test_conformance_case(name: str) -> None:
+    case = CASES / "tests" / "integration" / f"{name}.harn"
+    if not case.exists():
+        pytest.skip("../shared conformance cases are absent")
+    proc = harnpy("run", str(case), env={"HARN_LLM_CALLS_DISABLED": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == case.with_suffix(".expected").read_text()
