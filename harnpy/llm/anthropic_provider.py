@@ -33,13 +33,13 @@ from harnpy.llm.errors import (
     one_line,
     type_name,
 )
+from harnpy.llm.options import anthropic_thinking
 from harnpy.llm.routing import env_model
 from harnpy.llm.types import LlmRequest, LlmResponse, Message, ToolCall, Usage
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_DEFAULT_MODEL = "claude-sonnet-5"
 ANTHROPIC_DEFAULT_MAX_TOKENS = 8192
-DEFAULT_THINKING_BUDGET = 2048
 
 _ERROR_TYPES = {"overloaded_error": OVERLOADED, "rate_limit_error": RATE_LIMIT}
 
@@ -121,15 +121,9 @@ def build_messages_body(request: LlmRequest, model: str) -> dict[str, Any]:
         ]
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    thinking = request.thinking
-    if thinking is True or (
-        isinstance(thinking, dict) and thinking.get("mode", "enabled") != "disabled"
-    ):
-        budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
-        body["thinking"] = {
-            "type": "enabled",
-            "budget_tokens": budget if isinstance(budget, int) else DEFAULT_THINKING_BUDGET,
-        }
+    thinking = anthropic_thinking(request.thinking, body["max_tokens"])
+    if thinking is not None:
+        body["thinking"] = thinking
     return body
 
 

@@ -27,6 +27,8 @@ Selection for each call, exactly as Harn's ``crates/harn-vm/src/llm/mock.rs``:
      count; wrapped as ``<assistant_prose>…</assistant_prose>\\n<done>##DONE##</done>`` only
      when the system prompt contains ``<done>``; output tokens 30.
    * input tokens: the UTF-8 byte length of the last prompt text.
+   * an ``llm_completion`` request (``request.completion``): the text ``Mock completion
+     after <len(prefix)> chars before <len(suffix)> chars``.
 
 An entry with ``error: {category, message, status?, retry_after_ms?}`` raises
 ``LlmError(category, message, status)`` instead of answering. A scripted entry's defaults: input tokens = UTF-8 byte length of the match
@@ -112,6 +114,7 @@ class MockEntry:
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     thinking: str | None = None
+    thinking_summary: str | None = None
     stop_reason: str | None = None
     model: str | None = None
     provider: str | None = None
@@ -410,6 +413,7 @@ def _scripted(entry: MockEntry, request: LlmRequest, text: Callable[[], str]) ->
         model=entry.model or request.model or "mock",
         provider=entry.provider or "mock",
         raw_thinking=entry.thinking,
+        thinking_summary=entry.thinking_summary,
     )
 
 
@@ -418,6 +422,14 @@ def _default(
 ) -> LlmResponse:
     prompt = last_prompt_text(messages)
     model = request.model or "mock"
+    if request.completion is not None:
+        prefix, suffix = request.completion.get("prefix", ""), request.completion.get("suffix", "")
+        return LlmResponse(
+            text=f"Mock completion after {len(prefix)} chars before {len(suffix)} chars",
+            usage=Usage(input_tokens=_utf8_len(prefix + suffix), output_tokens=30),
+            model=model,
+            provider="mock",
+        )
     if tools:
         first = tools[0]
         return LlmResponse(
@@ -459,6 +471,7 @@ def entry_from_response(response: LlmResponse) -> MockEntry:
         cache_read_tokens=response.usage.cache_read_tokens or None,
         cache_write_tokens=response.usage.cache_write_tokens or None,
         thinking=response.raw_thinking,
+        thinking_summary=response.thinking_summary,
         stop_reason=response.stop_reason,
         model=response.model or None,
         provider=response.provider or None,

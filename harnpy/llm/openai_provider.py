@@ -35,6 +35,7 @@ from harnpy.llm.errors import (
     one_line,
     type_name,
 )
+from harnpy.llm.options import openai_reasoning
 from harnpy.llm.routing import env_model
 from harnpy.llm.types import LlmRequest, LlmResponse, Message, ToolCall, Usage
 from harnpy.shapes import kind_name
@@ -144,7 +145,8 @@ def build_chat_body(request: LlmRequest, model: str) -> dict[str, Any]:
     The system prompt becomes the first ``system`` message; assistant tool calls carry JSON
     string arguments; tool results become ``tool`` messages. ``output_schema`` selects
     ``response_format: json_schema``, ``response_format: "json"`` selects ``json_object``.
-    o-series and gpt-5 models get ``max_completion_tokens`` instead of ``max_tokens``.
+    o-series and gpt-5 models get ``max_completion_tokens`` instead of ``max_tokens``. A
+    thinking config becomes ``reasoning_effort`` (:func:`harnpy.llm.options.openai_reasoning`).
     """
     messages: list[dict[str, Any]] = []
     if request.system:
@@ -179,6 +181,7 @@ def build_chat_body(request: LlmRequest, model: str) -> dict[str, Any]:
         }
     elif request.response_format == "json":
         body["response_format"] = {"type": "json_object"}
+    body.update(openai_reasoning(request.thinking))
     return body
 
 

@@ -4,9 +4,16 @@ Recognized option keys (others, e.g. ``agent_loop``'s, are ignored): ``provider`
 ``base_url``, ``api_key``, ``messages`` (replaces the prompt), ``system``, ``temperature``,
 ``max_tokens``, ``tools`` (a list, or a registry dict with a ``tools`` list), ``tool_format``
 (``native``/``text``; ``auto`` = unset), ``response_format`` (``text``/``json``),
-``output_schema`` (aliases ``schema``, ``json_schema``), ``thinking``, ``timeout`` (seconds)
-or ``timeout_ms``, ``llm_retries`` (alias ``retries``), ``llm_backoff_ms`` (alias
-``backoff_ms``). ``nil`` values count as absent.
+``output_schema`` (aliases ``schema``, ``json_schema``), ``thinking`` (normalized by
+:func:`normalize_thinking`), ``budget`` (validated by :func:`parse_budget`), ``timeout``
+(seconds) or ``timeout_ms``, ``llm_retries`` (alias ``retries``), ``llm_backoff_ms`` (alias
+``backoff_ms``), ``model_tier`` (``small`` / ``mid`` / ``frontier`` or another catalog
+alias: the model when ``model`` is not given, see :func:`tier_model`). ``nil`` values count
+as absent.
+
+The provider request builders read the normalized thinking config through
+:func:`anthropic_thinking` (the Messages API ``thinking`` parameter) and
+:func:`openai_reasoning` (Chat Completions ``reasoning_effort``).
 """
 
 from __future__ import annotations
@@ -173,18 +180,22 @@ def build_request(
     if tool_format == "auto":
         tool_format = None
 
+    model, provider = opts.get("model"), opts.get("provider")
+    if model is None and opts.get("model_tier") is not None:
+        model, provider = tier_model(opts["model_tier"], provider, where)
     fields: dict[str, Any] = {
         "messages": [],  # validated above; set after structure() (no second pass over them)
         "system": system if system is not None else opts.get("system"),
-        "model": opts.get("model"),
-        "provider": opts.get("provider"),
+        "model": model,
+        "provider": provider,
         "tools": tools,
         "tool_format": tool_format,
         "temperature": opts.get("temperature"),
         "max_tokens": opts.get("max_tokens"),
         "response_format": opts.get("response_format"),
         "output_schema": _first(opts, "output_schema", "schema", "json_schema"),
-        "thinking": opts.get("thinking"),
+        "thinking": normalize_thinking(opts.get("thinking"), where),
+        "budget": parse_budget(opts.get("budget"), where),
         "timeout_s": timeout_s,
         "retries": _first(opts, "llm_retries", "retries"),
         "backoff_ms": _first(opts, "llm_backoff_ms", "backoff_ms"),
@@ -200,3 +211,190 @@ def build_request(
         raise LlmError(CONFIG, message) from None
     request.messages = messages
     return request
+
+
+def tier_model(tier: Any, provider: Any, where: str = "llm_call") -> tuple[str, Any]:
+    """``(model, provider)`` of the ``model_tier`` option: the catalog alias named by the
+    tier (``small``, ``mid``, ``frontier``, ``fast``...). An explicit ``provider`` is kept
+    (the mock provider answers any model); otherwise the alias's provider is used.
+
+    Raises:
+        LlmError: ``config`` for a tier that is not a catalog alias.
+    """
+    from harnpy.llm import catalog
+
+    aliases = catalog.bundled().get("aliases", {})
+    if not isinstance(tier, str) or tier not in aliases:
+        raise LlmError(
+            CONFIG,
+            f"{where}: option `model_tier` must be one of {', '.join(aliases)}, got {tier!r}",
+        )
+    entry = aliases[tier]
+    return str(entry["id"]), provider if provider is not None else entry["provider"]
+
+
+# ----------------------------------------------------------------------------- thinking
+
+#: The ``mode`` values of a thinking config (Harn ``llm/llm_call.md``, option ``thinking``).
+THINKING_MODES = ("enabled", "adaptive", "effort", "disabled")
+#: The ``level`` values of ``{mode: "effort"}``.
+EFFORT_LEVELS = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: ``budget_tokens`` sent to Anthropic for ``{mode: "enabled"}`` without one.
+DEFAULT_THINKING_BUDGET = 2048
+#: The level of ``{mode: "effort"}`` without one.
+DEFAULT_EFFORT_LEVEL = "medium"
+
+
+def normalize_thinking(value: Any, where: str = "llm_call") -> dict[str, Any] | None:
+    """The ``thinking`` option as one dict shape: ``{mode, budget_tokens?, level?}``.
+
+    Accepted forms (Harn's): ``true`` or ``{budget_tokens: N}`` (``mode: "enabled"``),
+    ``false`` (``mode: "disabled"``), a mode name, ``{mode: "enabled", budget_tokens?}``,
+    ``{mode: "adaptive"}``, ``{mode: "effort", level?}`` (level one of
+    :data:`EFFORT_LEVELS`, default ``medium``; ``{level}`` alone means effort) and
+    ``{mode: "disabled"}``. None stays None (no thinking config).
+
+    Raises:
+        LlmError: ``config`` for an unknown mode or level, a ``budget_tokens`` that is not
+            a positive int, or a value of another type.
+    """
+    if value is None:
+        return None
+    if value is True:
+        return {"mode": "enabled"}
+    if value is False:
+        return {"mode": "disabled"}
+    if isinstance(value, str):
+        value = {"mode": value}
+    if not isinstance(value, Mapping):
+        raise LlmError(
+            CONFIG, f"{where}: option `thinking` must be a bool or a dict, got {type_name(value)}"
+        )
+    mode = value.get("mode")
+    if mode is None:
+        mode = "effort" if value.get("level") is not None else "enabled"
+    if mode not in THINKING_MODES:
+        raise LlmError(
+            CONFIG,
+            f"{where}: thinking mode must be one of {', '.join(THINKING_MODES)}, got {mode!r}",
+        )
+    out: dict[str, Any] = {"mode": mode}
+    budget = value.get("budget_tokens")
+    if budget is not None:
+        if type(budget) is not int or budget <= 0:
+            raise LlmError(CONFIG, f"{where}: thinking budget_tokens must be a positive int")
+        out["budget_tokens"] = budget
+    level = value.get("level")
+    if mode == "effort":
+        level = DEFAULT_EFFORT_LEVEL if level is None else level
+        if level not in EFFORT_LEVELS:
+            raise LlmError(
+                CONFIG,
+                f"{where}: thinking level must be one of {', '.join(EFFORT_LEVELS)}, got {level!r}",
+            )
+        out["level"] = level
+    elif level is not None:
+        out["level"] = level
+    return out
+
+
+def anthropic_thinking(thinking: Any, max_tokens: int) -> dict[str, Any] | None:
+    """The Anthropic Messages ``thinking`` parameter of a thinking config (None: send none).
+
+    ``enabled`` -> ``{type: "enabled", budget_tokens}`` (default
+    :data:`DEFAULT_THINKING_BUDGET`); ``adaptive`` -> ``{type: "adaptive"}``; ``effort`` ->
+    enabled with a budget by level (``minimal`` 1,024 ... ``xhigh`` 16,384; ``none`` sends
+    none); ``disabled`` -> none. The API wants ``budget_tokens`` below the request's
+    ``max_tokens`` and at least 1,024: the budget is clamped into that range.
+    """
+    cfg = normalize_thinking(thinking, "anthropic")
+    if cfg is None or cfg["mode"] == "disabled":
+        return None
+    if cfg["mode"] == "adaptive":
+        return {"type": "adaptive"}
+    if cfg["mode"] == "effort":
+        budget = cfg.get("budget_tokens", _EFFORT_BUDGETS[cfg["level"]])
+        if budget == 0:
+            return None
+    else:
+        budget = cfg.get("budget_tokens", DEFAULT_THINKING_BUDGET)
+    budget = max(MIN_THINKING_BUDGET, min(budget, max_tokens - 1))
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+#: Anthropic's smallest accepted ``budget_tokens``.
+MIN_THINKING_BUDGET = 1024
+_EFFORT_BUDGETS = {
+    "none": 0,
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 4096,
+    "high": 8192,
+    "xhigh": 16_384,
+}
+
+
+def openai_reasoning(thinking: Any) -> dict[str, Any]:
+    """The Chat Completions parameters of a normalized thinking config: ``{reasoning_effort:
+    level}`` for ``effort`` (the level as given), ``enabled`` / ``adaptive`` (``medium``;
+    ``high`` when ``budget_tokens`` > 8,192, ``low`` when < 4,096); ``{}`` for
+    ``disabled`` or no config."""
+    cfg = normalize_thinking(thinking, "openai")
+    if cfg is None or cfg["mode"] == "disabled":
+        return {}
+    if cfg["mode"] == "effort":
+        return {"reasoning_effort": cfg["level"]}
+    budget = cfg.get("budget_tokens")
+    level = DEFAULT_EFFORT_LEVEL
+    if budget is not None:
+        level = "high" if budget > 8192 else "low" if budget < 4096 else DEFAULT_EFFORT_LEVEL
+    return {"reasoning_effort": level}
+
+
+# ----------------------------------------------------------------------------- budget
+
+#: The keys of the ``budget`` option (Harn ``llm/llm_call.md``, "Cost tracking"):
+#: per-call limits (``max_cost_usd`` in USD, token counts) and the aggregate
+#: ``total_budget_usd`` (an agent loop's whole spend). ``spent_usd`` is what an agent loop
+#: has spent before this call (set by the loop, counted against ``total_budget_usd``).
+BUDGET_KEYS = (
+    "max_cost_usd",
+    "max_input_tokens",
+    "max_output_tokens",
+    "total_budget_usd",
+    "spent_usd",
+)
+_BUDGET_INTS = ("max_input_tokens", "max_output_tokens")
+
+
+def parse_budget(value: Any, where: str = "llm_call") -> dict[str, Any] | None:
+    """The ``budget`` option checked: a dict of :data:`BUDGET_KEYS` (USD amounts are
+    non-negative numbers, token limits non-negative ints; nil values dropped), or None.
+
+    Raises:
+        LlmError: ``config`` for a non-dict, an unknown key or a bad value.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise LlmError(CONFIG, f"{where}: option `budget` must be a dict, got {type_name(value)}")
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        if v is None:
+            continue
+        if key not in BUDGET_KEYS:
+            raise LlmError(
+                CONFIG,
+                f"{where}: unknown budget field `{key}` (expected one of "
+                f"{', '.join(BUDGET_KEYS[:-1])})",
+            )
+        if key in _BUDGET_INTS:
+            ok = type(v) is int and v >= 0
+            what = "a non-negative int"
+        else:
+            ok = type(v) in (int, float) and v >= 0 and v != float("inf")
+            what = "a non-negative number (USD)"
+        if not ok:
+            raise LlmError(CONFIG, f"{where}: budget `{key}` must be {what}, got {v!r}")
+        out[key] = v
+    return out

@@ -201,6 +201,13 @@ class LlmRequest:
     response_format: Literal["text", "json"] | None = None
     output_schema: dict[str, Any] | None = None
     thinking: Any = None
+    #: The checked ``budget`` option (:func:`harnpy.llm.options.parse_budget`): preflight
+    #: limits the interpreter enforces before the request is sent; providers ignore it.
+    budget: dict[str, Any] | None = attrs.field(default=None, metadata={"dump": False})
+    #: ``{prefix, suffix}`` of an ``llm_completion`` (fill-in-the-middle) request, whose
+    #: messages already ask for the missing text; None for a chat call. The mock answers
+    #: it deterministically (``Mock completion after N chars before M chars``).
+    completion: dict[str, str] | None = attrs.field(default=None, metadata={"dump": False})
     timeout_s: float | None = attrs.field(default=None, validator=positive())
     retries: int | None = attrs.field(default=None, validator=at_least(0))
     backoff_ms: int | None = attrs.field(default=None, validator=at_least(0))
@@ -265,15 +272,19 @@ class LlmResponse:
     provider: str = ""
     raw_thinking: str | None = None
     thinking_blocks: list[dict[str, Any]] = attrs.field(factory=list)
+    #: A provider's summary of its hidden reasoning (OpenAI reasoning summaries; a mock
+    #: entry's ``thinking_summary``), or None.
+    thinking_summary: str | None = None
 
     def to_harn_fields(self) -> dict[str, Any]:
         """The provider-level fields of Harn's ``llm_call`` result (lifecycle.md 2.14).
 
         Returns ``{text, model, provider, input_tokens, output_tokens, cache_read_tokens,
-        cache_write_tokens, tool_calls: [{id, name, arguments}], stop_reason, thinking}``; the
+        cache_write_tokens, tool_calls: [{id, name, arguments}], stop_reason, thinking,
+        thinking_summary?}`` (``thinking_summary`` only when the provider gave one); the
         interpreter adds ``visible_text``, ``transcript`` and ``data``.
         """
-        return {
+        out = {
             "text": self.text,
             "model": self.model,
             "provider": self.provider,
@@ -285,6 +296,9 @@ class LlmResponse:
             "stop_reason": self.stop_reason,
             "thinking": self.raw_thinking,
         }
+        if self.thinking_summary is not None:
+            out["thinking_summary"] = self.thinking_summary
+        return out
 
 
 def validation_message(exc: ShapeError, what: str) -> str:
