@@ -110,6 +110,7 @@ _LLM_KEYS = (
     "retries",
     "llm_backoff_ms",
     "backoff_ms",
+    "budget",
 )
 
 
@@ -377,6 +378,9 @@ def agent_llm_turn(thread: Any, st: Any = None) -> Any:
         if st["tool_format"] == "text":
             contract = text_tools.text_tool_contract(wire)
             system = f"{system}\n\n{contract}" if system else contract
+    from harnpy.lifecycle.llm_session import loop_options
+
+    opts = loop_options(opts, st)  # total_budget_usd counts the loop's spend so far
     request = build(None, system, opts, where="agent_loop", cache=message_cache(rt))
 
     def finish(resp: Any) -> dict[str, Any]:
@@ -449,8 +453,13 @@ def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any
 @builtin("__agent_provider_error")
 def agent_provider_error(thread: Any, st: Any = None, error: Any = None) -> dict[str, Any]:
     """``__agent_provider_error(st, err)``: end the loop with ``status: "provider_error"``
-    and ``error: {category, message, phase, iteration}``."""
+    and ``error: {category, message, phase, iteration}`` (an exceeded ``total_budget_usd``
+    ends it with ``status: "budget_exhausted"`` instead)."""
     st = _check_state(st, "__agent_provider_error")
+    from harnpy.lifecycle.llm_session import is_loop_budget_error
+
+    if is_loop_budget_error(error):  # total_budget_usd: a graceful end, not a failure
+        return _finish(thread.runtime, st, "budget_exhausted", pending_calls=[], budget_error=error)
     if type(error) is dict:
         err = {**error}
     else:

@@ -3,9 +3,11 @@
 ``llm_providers``, ``llm_config``, ``llm_healthcheck``, ``llm_model_tier``,
 ``llm_infer_provider``, ``llm_resolve_model``, ``llm_model_info``, ``llm_known_models``,
 ``llm_available_providers``, ``llm_provider_catalog``, ``provider_capabilities``,
-``provider_capabilities_install`` / ``provider_capabilities_clear``. (The cost builtins,
-``llm_cost`` / ``llm_budget`` / ``llm_session_cost``, are in
-:mod:`harnpy.lifecycle.llm_session`.)
+``provider_capabilities_install`` / ``provider_capabilities_clear``, ``llm_pick_model``.
+(The cost builtins, ``llm_cost`` / ``llm_budget`` / ``llm_session_cost``, are in
+:mod:`harnpy.lifecycle.llm_session`, ``llm_completion`` and ``llm_stream`` in
+:mod:`harnpy.lifecycle.llm_stream`; both are imported from here so that they register with
+these.)
 
 State (capability rows installed at run time) lives on the runtime as
 ``runtime.llm_catalog_state`` — plain JSON data — and program snapshots carry it
@@ -266,6 +268,39 @@ def llm_model_info(thread: Any, model: Any = None) -> dict[str, Any]:
     return _model_info(thread, _str_arg(model, "llm_model_info", "model"))
 
 
+@builtin("llm_pick_model")
+def llm_pick_model(thread: Any, tier: Any = None, options: Any = None) -> dict[str, Any]:
+    """``llm_pick_model(tier, options?) -> {id, model, provider, tier, alias}``: the model
+    for a tier (``small``, ``mid``, ``frontier``; other catalog aliases such as ``fast``
+    or ``reasoning`` work too): the catalog alias of that name. With ``options.provider``,
+    the first catalog model of that tier served by that provider instead (the alias when
+    none is). ``tier`` is the picked model's tier. Throws for an unknown tier."""
+    cat = catalog.bundled()
+    aliases = cat.get("aliases", {})
+    name = _str_arg(tier, "llm_pick_model", "tier")
+    if name not in aliases:
+        raise thrown(
+            f"llm_pick_model: unknown tier {name!r} (expected one of {', '.join(aliases)})"
+        )
+    if options is not None and type(options) is not dict:
+        raise thrown(f"llm_pick_model: options must be a dict, got {display(options)}")
+    entry = aliases[name]
+    model_id, provider = str(entry["id"]), str(entry["provider"])
+    want = (options or {}).get("provider")
+    if type(want) is str and want != provider:
+        for row in cat.get("models", []):
+            if row.get("provider") == want and row.get("tier") == name:
+                model_id, provider = str(row["id"]), want
+                break
+    return {
+        "id": model_id,
+        "model": model_id,
+        "provider": provider,
+        "tier": catalog.model_tier(model_id),
+        "alias": name,
+    }
+
+
 @builtin("llm_known_models")
 def llm_known_models(thread: Any) -> list[str]:
     """``llm_known_models() -> [string]``: alias names (``frontier``, ``mid``, ``small``...)
@@ -370,3 +405,9 @@ def _load(thread: Any, data: Any) -> Any:
 
 
 register_state("llm_catalog", _save, _load)
+
+
+# The cost and budget builtins, llm_completion and llm_stream register with the catalog's
+# (see the module docstring).
+from harnpy.lifecycle import llm_session as _llm_session  # noqa: E402, F401
+from harnpy.lifecycle import llm_stream as _llm_stream  # noqa: E402, F401

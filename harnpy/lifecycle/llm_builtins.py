@@ -65,9 +65,11 @@ def submit_blocking(
     are thrown as ``{category, message}`` dicts. Returns the waker (its ``done`` flag set
     by :func:`cancel_waker` drops a late answer).
     """
+    from harnpy.lifecycle.llm_session import preflight
     from harnpy.llm import LlmError
 
     rt = thread.runtime
+    preflight(rt, request)  # budgets (throws before anything is sent) and cost accounting
     svc = services(rt)
     waker = block_control(thread, describe)
     svc.inflight += 1
@@ -322,6 +324,11 @@ def llm_call(thread: Any, *args: Any) -> Any:
     require_instruction_call(thread, "llm_call")
     args = strip_harness(args)
     prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
+    from harnpy.lifecycle import experiments
+
+    if experiments.wants_experiment(options):  # rewritten in Harn code, then called again
+        experiments.start(thread, prompt, system, options)
+        return None
     request = build(prompt, system, options, cache=message_cache(thread.runtime))
     opts = options or {}
     wants_json, schema = _json_wanted(opts)

@@ -69,6 +69,8 @@ def report_root_outcome(thread: Any, st: dict[str, Any], result: dict[str, Any])
         hint = ""
     elif status == "provider_error" and category in _TRANSIENT:
         hint = _TRANSIENT_HINT
+    if status == "budget_exhausted" and type(st.get("budget_error")) is dict:
+        hint = "raise budget.total_budget_usd, lower max_tokens or pick a cheaper model"
     message = f"agent_loop{at} ended with {status}" + (f": {detail}" if detail else "")
     if hint:
         message += f"; {hint}"
@@ -86,6 +88,8 @@ def _detail(st: dict[str, Any], status: str) -> str:
                 return f"{text} [{category}]"
             return text
         return ""
+    if status == "budget_exhausted" and type(st.get("budget_error")) is dict:
+        return str(st["budget_error"].get("message") or "")  # budget.total_budget_usd
     if status == "budget_exhausted":
         return f"{st.get('iteration', 0)} model calls (max_iterations: {st.get('max_iterations')})"
     if status == "stuck":
