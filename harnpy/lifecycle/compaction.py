@@ -307,3 +307,261 @@ def agent_apply_compaction(thread: Any, st: Any = None, plan: Any = None, out: A
     svc.emit_session_event(st.get("session_id"), {"type": "transcript_compacted", **event})
     svc.sessions[st["session_id"]] = t
     return {**st, "transcript": t}
+
+
+# ------------------------------------------------------------------- transcript_compact
+
+#: ``keep_last`` of ``transcript_compact`` without one.
+DEFAULT_TRANSCRIPT_KEEP_LAST = 4
+#: ``media_type`` of the archive asset a compaction leaves on the transcript.
+ARCHIVE_MEDIA_TYPE = "application/vnd.harn.transcript+json"
+
+
+def _formatted(messages: list[Any]) -> str:
+    return "\n".join(
+        f"{m.get('role')}: {content_text(m.get('content'))}" for m in messages if type(m) is dict
+    )
+
+
+def _session_of(runtime: Any, t: dict[str, Any]) -> str | None:
+    """The agent session a transcript belongs to: ``metadata.session_id``, else its id when
+    that is a session (``agent_session_snapshot`` sets it), else None."""
+    from harnpy.lifecycle.services import services
+
+    meta = t.get("metadata") or {}
+    sid = meta.get("session_id") if type(meta) is dict else None
+    if type(sid) is str:
+        return sid
+    tid = t.get("id")
+    return tid if type(tid) is str and tid in services(runtime).sessions else None
+
+
+def _prompt_template(thread: Any, path: Any) -> str:
+    """The text of a ``summarize_prompt`` template file (relative to the calling file's
+    directory).
+
+    Raises:
+        HarnThrow: the path is not a string or cannot be read.
+    """
+    import os
+
+    if type(path) is not str or not path:
+        raise thrown("transcript_compact: summarize_prompt must be a template file path")
+    src = thread.source_path()
+    base = os.path.dirname(os.path.abspath(src)) if src else os.getcwd()
+    full = path if os.path.isabs(path) else os.path.join(base, path)
+    try:
+        with open(full, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise thrown(
+            f"transcript_compact: cannot read summarize_prompt {path!r}: {exc.strerror or exc}"
+        ) from None
+
+
+@builtin("transcript_compact", control=True)
+def transcript_compact(thread: Any, v: Any = None, options: Any = None) -> Any:
+    """``transcript_compact(t, options?)``: ``t`` with its older messages folded into
+    ``summary``; the last ``keep_last`` (default 4) messages stay.
+
+    Options: ``summary`` (a string: the summary to use, no model call); ``strategy`` /
+    ``compact_strategy`` — ``truncate`` (a ``[auto-compacted N older messages]`` digest),
+    ``observation_mask`` (the digest with long user/tool outputs masked), ``custom``
+    (``compact_callback(archived)``), ``llm`` (the model named by ``provider`` /
+    ``model`` writes it; ``summarize_prompt``: a template file, relative to the calling
+    file, rendered with ``archived_count``, ``formatted_messages`` and ``messages``);
+    without a strategy the digest lists the older messages (``role: text`` lines). With a
+    strategy the kept part starts at a user message (the turn boundary at or before the
+    last ``keep_last``). ``target_tokens``: compact only when the estimated tokens
+    (characters / 4) exceed it.
+
+    The result keeps the id, metadata and state; it gets a ``compaction`` event
+    ``{kind, visibility: "internal", dropped, metadata: {strategy, archived_messages,
+    kept_messages, estimated_tokens_before, estimated_tokens_after, asset_id}}`` and an
+    archive asset (``transcript_assets``) whose ``data`` is the transcript before the
+    compaction. A transcript of an agent session tells the session's subscribers
+    (``agent_subscribe``) with a ``transcript_compacted`` event. A transcript with nothing
+    to fold comes back unchanged. Throws for a bad option, an unreadable prompt file, or a
+    failing callback or model call."""
+    from harnpy.lifecycle._common import push_call
+    from harnpy.lifecycle.transcript import coerce
+
+    require_instruction_call(thread, "transcript_compact")
+    t = coerce(v, "transcript_compact")
+    if options is not None and type(options) is not dict:
+        raise thrown("transcript_compact: options must be a dict")
+    opts = dict(options or {})
+    if opts.get("summarize_prompt") is not None:
+        opts["__prompt_template"] = _prompt_template(thread, opts["summarize_prompt"])
+    push_call(
+        thread, std_function(thread.runtime, COMPACT_MODULE, "__transcript_compact"), [t, opts]
+    )
+    return None
+
+
+@builtin("__transcript_compact_begin")
+def transcript_compact_begin(thread: Any, t: Any = None, options: Any = None) -> dict[str, Any]:
+    """``__transcript_compact_begin(t, options)``: ``{plan, summary, options,
+    before}`` for ``std/agent/_compact`` — ``plan`` nil when nothing is folded; ``summary``
+    nil when the Harn side must produce it (``custom``, ``llm``)."""
+    from harnpy.lifecycle.transcript import digest as transcript_digest
+    from harnpy.lifecycle.transcript import new_transcript
+
+    opts = options if type(options) is dict else {}
+    msgs = list(t.get("messages") or []) if type(t) is dict else []
+    before = estimate(msgs)
+    none: dict[str, Any] = {"plan": None, "summary": None, "options": {}, "before": before}
+    keep = opts.get("keep_last", DEFAULT_TRANSCRIPT_KEEP_LAST)
+    if type(keep) is not int or keep < 0:
+        raise thrown("transcript_compact: keep_last must be a non-negative int")
+    target = opts.get("target_tokens")
+    if target is not None and (type(target) is not int or target < 0):
+        raise thrown("transcript_compact: target_tokens must be a non-negative int")
+    strategy = opts.get("strategy", opts.get("compact_strategy"))
+    if strategy is not None and strategy not in STRATEGIES:
+        raise thrown(
+            f"transcript_compact: unknown strategy {display(strategy)}; expected "
+            + ", ".join(STRATEGIES)
+        )
+    if strategy == "custom" and opts.get("compact_callback") is None:
+        raise thrown('transcript_compact: strategy "custom" needs compact_callback')
+    if (target is not None and before <= target) or len(msgs) <= keep:
+        return none
+    cut = len(msgs) - keep
+    if strategy is not None:
+        while cut > 0 and _role(msgs[cut]) != "user":
+            cut -= 1  # the kept part starts a user turn
+        if cut == 0:
+            return none
+    archived, kept = msgs[:cut], msgs[cut:]
+    given = opts.get("summary")
+    summary: Any = None
+    if type(given) is str:
+        summary = given
+    elif strategy is None:
+        summary = transcript_digest(new_transcript(messages=archived, summary=t.get("summary")))
+    elif strategy in ("truncate", "observation_mask"):
+        head = f"[auto-compacted {len(archived)} older messages]"
+        summary = f"{head}\n{digest(archived, strategy == 'observation_mask')}"
+    harn_opts: dict[str, Any] = {
+        k: opts[k]
+        for k in ("provider", "model", "base_url", "api_key", "temperature", "max_tokens")
+        if opts.get(k) is not None
+    }
+    harn_opts["compact_callback"] = opts.get("compact_callback")
+    template = opts.get("__prompt_template")
+    if type(template) is str:
+        from harnpy.stdlib.templates import render_template
+
+        harn_opts["__prompt"] = render_template(
+            template,
+            {
+                "archived_count": len(archived),
+                "kept_count": len(kept),
+                "formatted_messages": _formatted(archived),
+                "messages": archived,
+            },
+            ".",
+            str(opts.get("summarize_prompt")),
+        )
+    plan = {"strategy": strategy or "truncate", "archived": archived, "kept": kept}
+    return {"plan": plan, "summary": summary, "options": harn_opts, "before": before}
+
+
+@builtin("__transcript_compact_end")
+def transcript_compact_end(
+    thread: Any, t: Any = None, begun: Any = None, summary: Any = None
+) -> dict[str, Any]:
+    """``__transcript_compact_end(t, begun, summary)``: ``{transcript, event}`` — the
+    compacted transcript (see ``transcript_compact``) and the ``transcript_compacted``
+    session event (``session_id`` nil outside a session; also logged with the session's
+    agent events)."""
+    from harnpy.lifecycle.services import services
+    from harnpy.lifecycle.transcript import append_event, new_transcript
+
+    if type(t) is not dict or type(begun) is not dict or type(begun.get("plan")) is not dict:
+        raise runtime_error("internal: __transcript_compact_end needs a plan")
+    plan = begun["plan"]
+    archived, kept = plan["archived"], plan["kept"]
+    if type(summary) is dict:
+        summary = summary.get("summary")
+    if summary is not None and type(summary) is not str:
+        summary = display(summary)
+    rt = thread.runtime
+    asset_id = f"asset_{services(rt).ids.uuid7(rt)}"
+    asset = {
+        "_type": "transcript_asset",
+        "id": asset_id,
+        "kind": "compaction_archive",
+        "media_type": ARCHIVE_MEDIA_TYPE,
+        "data": {**t, "assets": []},
+        "metadata": {"strategy": plan["strategy"], "archived_messages": len(archived)},
+    }
+    out = new_transcript(messages=kept, metadata=t.get("metadata"), tid=t.get("id"))
+    out["summary"] = summary
+    out["state"] = t.get("state", "active")
+    out["assets"] = [*(t.get("assets") or []), asset]
+    meta = {
+        "strategy": plan["strategy"],
+        "archived_messages": len(archived),
+        "kept_messages": len(kept),
+        "estimated_tokens_before": begun.get("before"),
+        "estimated_tokens_after": estimate(kept),
+        "asset_id": asset_id,
+    }
+    out = append_event(
+        out,
+        {
+            "kind": "compaction",
+            "visibility": "internal",
+            "dropped": len(archived),
+            "metadata": meta,
+        },
+    )
+    sid = _session_of(rt, t)
+    event = {"type": "transcript_compacted", "session_id": sid, **meta}
+    if sid is not None:
+        services(rt).emit_session_event(sid, dict(event))
+    return {"transcript": out, "event": event}
+
+
+@builtin("transcript_assets")
+def transcript_assets(thread: Any, v: Any = None) -> list[Any]:
+    """``transcript_assets(t) -> [asset]``: the assets a transcript carries, oldest first
+    — e.g. the archive a ``transcript_compact`` leaves: ``{_type: "transcript_asset", id,
+    kind: "compaction_archive", media_type, data: <the transcript before the compaction>,
+    metadata: {strategy, archived_messages}}``. A message list or nil has none."""
+    if is_transcript(v):
+        return list(v.get("assets") or [])
+    if v is None or type(v) is list:
+        return []
+    raise thrown(f"transcript_assets: expected a transcript, got {display(v)}")
+
+
+def run_observability(run: dict[str, Any]) -> dict[str, Any]:
+    """The ``observability`` section of a run record: ``{schema_version: 4,
+    compaction_events: [{stage_id, node_id, strategy, archived_messages, asset_id,
+    available}]}`` — one entry per ``compaction`` event of a stage transcript;
+    ``available``: the archive asset it names is still on the transcript."""
+    events: list[dict[str, Any]] = []
+    for stage in run.get("stages") or []:
+        t: Any = stage.get("transcript") if type(stage) is dict else None
+        if not is_transcript(t):
+            continue
+        assets = {a.get("id") for a in t.get("assets") or [] if type(a) is dict}
+        for ev in t.get("events") or []:
+            if type(ev) is not dict or ev.get("kind") != "compaction":
+                continue
+            meta: dict[str, Any] = ev["metadata"] if type(ev.get("metadata")) is dict else {}
+            asset_id = meta.get("asset_id")
+            events.append(
+                {
+                    "stage_id": stage.get("id"),
+                    "node_id": stage.get("node_id"),
+                    "strategy": meta.get("strategy", ev.get("strategy")),
+                    "archived_messages": meta.get("archived_messages", ev.get("dropped")),
+                    "asset_id": asset_id,
+                    "available": asset_id is not None and asset_id in assets,
+                }
+            )
+    return {"schema_version": 4, "compaction_events": events}

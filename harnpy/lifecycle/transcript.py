@@ -22,9 +22,10 @@ Builtins: ``transcript``, ``transcript_from_messages``, ``transcript_messages``,
 ``transcript_events``, ``transcript_events_by_kind``, ``transcript_summary``,
 ``transcript_id``, ``transcript_add_message``, ``add_message``, ``add_user``,
 ``add_assistant``, ``add_system``, ``transcript_stats``, ``transcript_export``,
-``transcript_import``, ``transcript_fork``, ``transcript_compact``, ``transcript_reset``,
+``transcript_import``, ``transcript_fork``, ``transcript_reset``,
 ``transcript_archive``, ``transcript_abandon``, ``transcript_resume``,
-``transcript_render_visible``, ``transcript_render_full``.
+``transcript_render_visible``, ``transcript_render_full``. (``transcript_compact`` and
+``transcript_assets`` are in :mod:`harnpy.lifecycle.compaction`.)
 """
 
 from __future__ import annotations
@@ -267,26 +268,6 @@ def transcript_fork(thread: Any, v: Any = None, options: Any = None) -> dict[str
     summary = None if opts.get("drop_summary") else t.get("summary")
     meta = {**(t.get("metadata") or {}), "forked_from": t.get("id")}
     return new_transcript(messages=msgs, metadata=meta, summary=summary)
-
-
-@builtin("transcript_compact")
-def transcript_compact(thread: Any, v: Any = None, options: Any = None) -> dict[str, Any]:
-    """``transcript_compact(t, options?)``: keep the last ``keep_last`` messages (default
-    4) and fold the older ones into ``summary`` — ``options.summary`` when given (a
-    string), else a truncation digest (no model call)."""
-    t = coerce(v, "transcript_compact")
-    opts = options if type(options) is dict else {}
-    keep = opts.get("keep_last", 4)
-    keep = keep if type(keep) is int and keep >= 0 else 4
-    msgs = t["messages"]
-    if len(msgs) <= keep:
-        return t
-    old = new_transcript(messages=msgs[: len(msgs) - keep], summary=t.get("summary"))
-    kept = msgs[len(msgs) - keep :] if keep else []
-    out = new_transcript(messages=kept, metadata=t.get("metadata"), tid=t["id"])
-    given = opts.get("summary")
-    out["summary"] = given if type(given) is str else digest(old)
-    return append_event(out, {"kind": "compaction", "dropped": len(msgs) - keep})
 
 
 # ------------------------------------------------------------------- lifecycle, rendering

@@ -3,7 +3,8 @@
 A run record is ``{_type: "run_record", id, workflow_id, workflow_name, task, status,
 started_at, finished_at, stages: [stage], transitions: [{from, to, branch}], checkpoints:
 [{id, node_id, stage_id, ready_nodes, completed_nodes}], artifacts: [artifact], policy,
-metadata, replay_fixture, persisted_path}``; a stage is ``{id, node_id, kind, status,
+metadata, replay_fixture, persisted_path, observability}`` (``observability`` is derived
+from the stages: :func:`harnpy.lifecycle.compaction.run_observability`); a stage is ``{id, node_id, kind, status,
 outcome, branch, started_at, finished_at, visible_text, transcript, artifacts,
 consumed_artifact_ids, verification, metadata}``.
 
@@ -112,6 +113,9 @@ def check_run_record(v: Any, where: str) -> dict[str, Any]:
         raise thrown(f"{where}: metadata must be a dict")
     if type(out["id"]) is not str:
         raise thrown(f"{where}: a run record needs a string id")
+    from harnpy.lifecycle.compaction import run_observability
+
+    out["observability"] = run_observability(out)
     return out
 
 
