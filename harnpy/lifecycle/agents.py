@@ -48,7 +48,7 @@ import json
 import os
 from typing import Any
 
-from harnpy.lifecycle import text_tools
+from harnpy.lifecycle import text_tools, tool_hooks
 from harnpy.lifecycle._common import (
     arg,
     error_text,
@@ -495,7 +495,10 @@ def agent_prepare_calls(thread: Any, st: Any = None) -> list[dict[str, Any]]:
 
             out.append(prepare_search(call))
         else:
-            out.append(prepare_call(st["tools"], st["policy"], call))
+            # tool hooks (register_tool_hook) may refuse the call or add pre/post closures
+            out.append(
+                tool_hooks.screen(thread.runtime, prepare_call(st["tools"], st["policy"], call))
+            )
     return out
 
 
@@ -623,7 +626,7 @@ def agent_tool_done(
     if prep.get("action") == "dispatch":
         ok, value = outcome_of(outcome)
         if ok:
-            content = render_result(value)
+            content = tool_hooks.limit_output(rt, prep.get("name"), render_result(value))
             record = _record(st, prep, "ok", result=value)
             t = _tool_event(rt, st, t, prep, value)
         else:

@@ -275,6 +275,7 @@ def prepare_call(
         "handler": handler,
         "positional": type(positional) is list,
         "argv": argv,
+        **({"param_order": positional} if type(positional) is list else {}),
     }
 
 
@@ -296,6 +297,147 @@ def outcome_of(result: Any) -> tuple[bool, Any]:
     if type(result) is EnumValue and result.enum == "Result":
         return result.variant == "Ok", (result.fields[0] if result.fields else None)
     return True, result
+
+
+# --------------------------------------------------------------------------- tool_define
+
+
+#: Executors ``tool_define`` accepts (Harn's names); ``harn_builtin`` is an alias of ``harn``.
+EXECUTORS = ("harn", "host_bridge", "mcp_server", "provider_native")
+_EXECUTOR_ALIASES = {"harn_builtin": "harn"}
+#: Config keys ``tool_define`` maps itself; every other key is kept on the entry as is.
+_MAPPED_KEYS = ("handler", "parameters", "returns", "annotations", "executor")
+
+
+def _quoted(text: str) -> str:
+    """``text`` in double quotes with JSON escapes (how Harn's messages show names)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _resolve_executor(config: dict[str, Any], name: str, has_handler: bool) -> str:
+    """The canonical executor of a ``tool_define`` config, checked against the handler and
+    the executor's own keys (``host_capability``, ``mcp_server``).
+
+    Raises:
+        HarnThrow: with Harn's message for a non-string or unknown executor, a tool with
+            neither handler nor executor, a ``harn`` tool without handler or with a bridge
+            or MCP binding, a ``host_bridge`` / ``mcp_server`` / ``provider_native`` tool
+            with a handler, a ``host_bridge`` tool without ``host_capability`` and an
+            ``mcp_server`` tool without ``mcp_server``.
+    """
+    raw = config.get("executor")
+    if raw is not None and type(raw) is not str:
+        raise thrown(
+            "tool_define: `executor` must be a string "
+            '("harn", "host_bridge", "mcp_server", or "provider_native")'
+        )
+    q = _quoted(name)
+    if raw is None and not has_handler:
+        raise thrown(
+            f"tool_define: tool {q} has no `handler` and no `executor`. Either attach a "
+            '`handler` fn (executor: "harn") or declare an alternate backend, e.g. '
+            'executor: "host_bridge" + host_capability: "cap.op", executor: "mcp_server" '
+            '+ mcp_server: "server-name", executor: "provider_native".'
+        )
+    executor = "harn" if raw is None else _EXECUTOR_ALIASES.get(raw, raw)
+    if executor not in EXECUTORS:
+        expected = ", ".join(_quoted(e) for e in EXECUTORS)
+        raise thrown(
+            f"tool_define: unknown executor {_quoted(str(raw))} for tool {q}. "
+            f"Expected one of: {expected}"
+        )
+    capability = config.get("host_capability")
+    server = config.get("mcp_server")
+    declares = f'tool_define: tool {q} declares executor: "{executor}"'
+    if executor == "harn":
+        if not has_handler:
+            raise thrown(
+                f"{declares} but has no `handler`. Attach the handler fn or change the executor."
+            )
+        if capability is not None:
+            raise thrown(
+                f"{declares} but also sets `host_capability`. Drop one — the harn executor "
+                "runs the handler in-VM and never reaches the host bridge."
+            )
+        if server is not None:
+            raise thrown(
+                f"{declares} but also sets `mcp_server`. Drop one — MCP-served tools must "
+                'declare executor: "mcp_server".'
+            )
+    elif has_handler:
+        why = {
+            "host_bridge": "Drop the handler — host-bridge tools are dispatched by the host "
+            "shell, not the VM.",
+            "mcp_server": "Drop the handler — MCP-served tools route through the MCP transport.",
+            "provider_native": "Provider-side tools are executed by the model server; the "
+            "runtime never dispatches them locally.",
+        }[executor]
+        raise thrown(f"{declares} but also has a `handler`. {why}")
+    elif executor == "host_bridge" and (type(capability) is not str or not capability):
+        raise thrown(
+            f"{declares} but is missing `host_capability`. Set it to the canonical bridge "
+            'identifier (e.g. "interaction.ask") so `harn check` can validate the binding '
+            "against the host capability manifest."
+        )
+    elif executor == "mcp_server" and (type(server) is not str or not server):
+        raise thrown(f"{declares} but is missing `mcp_server` (the configured server name).")
+    return executor
+
+
+def _check_vault_keys(config: dict[str, Any]) -> None:
+    """``defer_loading`` must be a bool and ``namespace`` a non-empty string (or nil).
+
+    Raises:
+        HarnThrow: Harn's message for either.
+    """
+    if "defer_loading" in config and type(config["defer_loading"]) is not bool:
+        raise thrown(
+            "tool_define: `defer_loading` must be a bool (true → hold schema back until a "
+            "tool_search call surfaces it; false or absent → ship eagerly)"
+        )
+    ns = config.get("namespace")
+    if ns is not None and (type(ns) is not str or not ns):
+        raise thrown(
+            "tool_define: `namespace` must be a non-empty string (groups deferred tools for "
+            "OpenAI tool_search; Anthropic ignores it)"
+        )
+
+
+def entry_of_config(name: str, description: str, config: Any) -> dict[str, Any]:
+    """The registry entry ``tool_define(registry, name, description, config)`` adds:
+    ``{name, description, handler, parameters, executor, outputSchema?, annotations?,
+    ...}`` (``returns`` becomes ``outputSchema``; other config keys are kept as they are).
+
+    Raises:
+        HarnThrow: Harn's messages for a config that is not a dict, ``params`` instead of
+            ``parameters``, an executor problem (:func:`_resolve_executor`), a bad
+            ``defer_loading`` / ``namespace`` (:func:`_check_vault_keys`) or malformed
+            parameters.
+    """
+    if type(config) is not dict:
+        raise thrown("tool_define: config must be a dict with parameters and handler")
+    handler = config.get("handler")
+    if "params" in config and "parameters" not in config:
+        raise thrown("tool_define: use 'parameters', not 'params'")
+    executor = _resolve_executor(config, name, handler is not None)
+    _check_vault_keys(config)
+    params = config.get("parameters")
+    entry: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "handler": handler,
+        "parameters": {} if params is None else params,
+        "executor": executor,
+    }
+    if config.get("returns") is not None:
+        entry["outputSchema"] = config["returns"]
+    if "annotations" in config:
+        entry["annotations"] = config["annotations"]
+    for k, v in config.items():
+        if k not in _MAPPED_KEYS:
+            entry[k] = v
+    json_schema(entry)  # reject malformed parameter specs now
+    return entry
 
 
 # --------------------------------------------------------------------------- builtins
@@ -339,27 +481,9 @@ def tool_define(
         if type(description) is str:
             entry["description"] = description
     else:
-        if type(config) is not dict:
-            raise thrown("tool_define: requires registry, name, description, and config dict")
-        if "params" in config and "parameters" not in config:
-            raise thrown("tool_define: use 'parameters', not 'params'")
         tname = name if type(name) is str else display(name)
-        handler = config.get("handler")
-        if handler is None and config.get("executor") is None:
-            raise thrown(f'tool_define: tool "{tname}" has no `handler` and no `executor`')
-        entry = {
-            "name": tname,
-            "description": description if type(description) is str else display(description),
-            "handler": handler,
-            "parameters": config.get("parameters") or {},
-            "executor": config.get("executor") or "harn",
-        }
-        if config.get("returns") is not None:
-            entry["outputSchema"] = config["returns"]
-        for k, v in config.items():
-            if k not in ("handler", "parameters", "returns", "executor"):
-                entry[k] = v
-        json_schema(entry)  # reject malformed parameter specs now
+        text = description if type(description) is str else display(description)
+        entry = entry_of_config(tname, text, config)
     tools = [t for t in reg["tools"] if not (type(t) is dict and t.get("name") == entry["name"])]
     return {**reg, "tools": [*tools, entry]}
 

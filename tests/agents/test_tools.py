@@ -82,8 +82,9 @@ pipeline main() {
 }
 """
     )
-    assert lines(out) == [
-        'tool_define: tool "x" has no `handler` and no `executor`',
+    got = lines(out)
+    assert got[0].startswith('tool_define: tool "x" has no `handler` and no `executor`. ')
+    assert got[1:] == [
         "tool_define: use 'parameters', not 'params'",
         "tool_define: first argument must be a tool registry",
     ]
