@@ -71,7 +71,7 @@ def resume_from_cli(
         digest_text = None
         if not continue_transcript:
             rec_doc_t = doc.get("transcript")
-            if isinstance(rec_doc_t, dict) and rec_doc_t.get("messages"):
+            if isinstance(rec_doc_t, dict) and isinstance(rec_doc_t.get("messages"), list):
                 from harnpy.lifecycle.transcript import digest
 
                 digest_text = digest(rec_doc_t) or None

@@ -122,3 +122,6 @@ class WorkerSnapshotDoc:
     llm_mock: LlmMockRecord | None = None
     harnpy_encoding: str | None = None
     harnpy_thread: EmbeddedThreadRecord | None = None
+    #: where the transcript's lists are kept (a file beside the snapshot; checked when it is
+    #: read, :func:`harnpy.lifecycle.transcript_store.load`)
+    transcript_file: dict[str, Any] | None = None

@@ -115,8 +115,9 @@ def restore_thread(
     runtime: Any, rec: WorkerRecord, doc: dict[str, Any], path: str, *, fresh: bool
 ) -> Any:
     """Rebuild ``rec``'s parked thread from snapshot ``doc`` (modules compiled as needed,
-    ``config`` / ``transcript`` decoded into ``rec`` sharing the frames' objects). The
-    thread is not scheduled yet.
+    ``config`` / ``transcript`` decoded into ``rec`` sharing the frames' objects; a
+    transcript kept in a file beside the snapshot is read and checked against the hash the
+    snapshot records). The thread is not scheduled yet.
 
     Raises:
         SnapshotError: incompatible snapshot (changed source, missing module...) or damaged
@@ -128,6 +129,13 @@ def restore_thread(
     tdoc = dict(doc["harnpy_thread"])
     names = tdoc.get("external_names") or []
     tdoc["externals"] = {n: doc.get(n) for n in names}
+    log = None
+    if doc.get("transcript_file") is not None:
+        # the transcript's lists live in the file beside the snapshot (transcript_store)
+        from harnpy.lifecycle import transcript_store
+
+        lists, log = transcript_store.load(path, doc["transcript_file"])
+        tdoc["externals"].update(lists)
     new = ensure_modules(runtime, tdoc, path, fresh=fresh)
     if fresh:
         runtime.argv = list(tdoc["thread"].get("argv", []))
@@ -147,6 +155,10 @@ def restore_thread(
             structure(rec.transcript, TranscriptRecord)
         except ShapeError as e:
             raise SnapshotError(f"the worker's transcript is malformed: {e}", "E404") from None
+    if log is not None:
+        from harnpy.lifecycle import transcript_store
+
+        transcript_store.remember_restored(runtime, path, log, dec.external)
     if th.frame is None:
         raise SnapshotError("the embedded snapshot has no frames", "E404")
     slot = tdoc.get("pending_slot", -1)

@@ -233,7 +233,7 @@ def resume_gen(
         from harnpy.lifecycle.transcript import coerce, digest
 
         t = rec.transcript
-        if type(t) is dict and t.get("_type") == "transcript" and t.get("messages"):
+        if type(t) is dict and t.get("_type") == "transcript" and type(t.get("messages")) is list:
             digest_text = digest(coerce(t, "resume_agent")) or None
     # re-check after the hooks (another resume may have won meanwhile)
     if rec.status != "suspended" or (not cold and rec.park_waker is None):
@@ -335,6 +335,13 @@ def commit_resume(
         except BaseException:
             rollback(path, original)  # an interrupt: the park stays
             raise
+    if th is not None and digest_text is None and not continue_transcript:
+        # a transcript kept beside the snapshot is only known once restored
+        t = rec.transcript
+        if type(t) is dict and type(t.get("messages")) is list and t["messages"]:
+            from harnpy.lifecycle.transcript import digest
+
+            digest_text = digest(t) or None
     sus = dict(rec.suspension or {})
     if not sus and doc is not None and isinstance(doc.get("suspension"), dict):
         sus = dict(doc["suspension"])

@@ -131,6 +131,7 @@ def build_document(
     bottom: Any = None,
     pending_slot: int = -1,
     st: dict[str, Any] | None = None,
+    transcript_plan: Any = None,
 ) -> dict[str, Any]:
     """The worker snapshot document of ``rec`` (lifecycle.md 3.6, 3.7).
 
@@ -138,7 +139,10 @@ def build_document(
     ``harnpy_thread`` (an evaluator snapshot plus ``pending_slot``), and ``config`` and
     ``transcript`` are written in the evaluator's tagged encoding (lossless, shared with the
     frames). Without: a metadata document (``harnpy_thread: null``; ``config`` and
-    ``transcript`` as plain JSON, closures shown by name).
+    ``transcript`` as plain JSON, closures shown by name). With a ``transcript_plan``
+    (:func:`harnpy.lifecycle.transcript_store.plan`, frames only) the transcript's message
+    and event lists are left out — the file the plan appends to holds them — and
+    ``transcript_file`` records the prefix the snapshot needs.
 
     Raises:
         SnapshotError: a value held by the loop cannot be snapshotted (the message names
@@ -155,7 +159,12 @@ def build_document(
             externals["transcript"] = rec.transcript
         from harnpy.lifecycle.turns import thread_cache
 
-        tdoc = snapshot_chain(thread, bottom, externals=externals, cache=thread_cache(thread))
+        detached = transcript_plan.detached() if transcript_plan is not None else None
+        # with the growing lists detached what is left is small: encoded afresh, since the
+        # incremental cache may hold encodings with those lists inline (from the snapshots
+        # taken at turn boundaries)
+        cache = thread_cache(thread) if detached is None else None
+        tdoc = snapshot_chain(thread, bottom, externals=externals, cache=cache, detached=detached)
         ext = tdoc.pop("externals", {})
         doc["config"] = ext["config"] if "config" in ext else _jsonable(rec.config)
         doc["transcript"] = ext["transcript"] if "transcript" in ext else _jsonable(rec.transcript)
@@ -163,6 +172,8 @@ def build_document(
         tdoc["pending_slot"] = pending_slot
         tdoc["external_names"] = sorted(ext)
         doc["harnpy_thread"] = tdoc
+        if transcript_plan is not None:
+            doc["transcript_file"] = transcript_plan.record()
     else:
         doc["config"] = _jsonable(rec.config)
         doc["transcript"] = _jsonable(rec.transcript)
@@ -229,10 +240,20 @@ def largest_parts(doc: dict[str, Any], runtime: Any = None, limit: int = 3) -> l
 
 
 def write_document(
-    path: str, doc: dict[str, Any], *, durable: bool = True, runtime: Any = None
+    path: str,
+    doc: dict[str, Any],
+    *,
+    durable: bool = True,
+    runtime: Any = None,
+    transcript_plan: Any = None,
+    explain: bool = True,
 ) -> None:
     """Write a worker snapshot atomically (temp file, fsync when ``durable``, rename, mode
-    0600) after checking the 4 MiB cap.
+    0600) after checking the 4 MiB cap. With a ``transcript_plan`` its new transcript
+    entries are appended (and fsynced) first, so the renamed snapshot never refers to a
+    prefix that is not on disk. ``explain=False`` leaves the biggest parts out of the
+    E403 message (the caller writes a reduced document instead; naming them walks the whole
+    document).
 
     Raises:
         SnapshotError: ``E403`` naming the biggest parts when the document is too big.
@@ -243,13 +264,17 @@ def write_document(
     text = _dumps(doc)
     size = len(text)
     if size > MAX_SNAPSHOT_BYTES:
+        parts = "; largest parts: " + ", ".join(largest_parts(doc, runtime)) if explain else ""
         raise SnapshotError(
             f"worker snapshot of {doc.get('id')} is {size} bytes, over the "
-            f"{MAX_SNAPSHOT_BYTES}-byte (4 MiB) limit; largest parts: "
-            + ", ".join(largest_parts(doc, runtime)),
+            f"{MAX_SNAPSHOT_BYTES}-byte (4 MiB) limit{parts}",
             "E403",
         )
+    if transcript_plan is not None:
+        transcript_plan.write(durable)
     write_atomic(path, text, max_bytes=None, fsync=durable)
+    if transcript_plan is not None and runtime is not None:
+        transcript_plan.commit(runtime)
 
 
 def persist(
@@ -277,14 +302,32 @@ def persist(
     Raises:
         HarnRuntimeError: ``E402`` / ``E403`` from the snapshot layer, or the I/O error.
     """
+    from harnpy.lifecycle import transcript_store
+
     path = rec.snapshot_path
+    plan = None
     try:
         path = _target_path(runtime, rec)
+        if thread is not None:
+            plan = transcript_store.plan(runtime, path, rec.transcript, st)
         doc = build_document(
-            runtime, rec, thread=thread, bottom=bottom, pending_slot=pending_slot, st=st
+            runtime,
+            rec,
+            thread=thread,
+            bottom=bottom,
+            pending_slot=pending_slot,
+            st=st,
+            transcript_plan=plan,
         )
         try:
-            write_document(path, doc, durable=durable, runtime=runtime)
+            write_document(
+                path,
+                doc,
+                durable=durable,
+                runtime=runtime,
+                transcript_plan=plan,
+                explain=not reduce,
+            )
         except SnapshotError as e:
             if not reduce or e.code != "E403":
                 raise
@@ -309,6 +352,9 @@ def persist(
     _remember_file(rec, path)
     if doc.get("status") != "running":
         drop_park_copy(path)  # the resumed worker committed its next state
+        if plan is not None and plan.fresh:
+            # a new transcript generation: the files of earlier ones are no longer needed
+            transcript_store.sweep(path, plan.new.name)
     if st is not None and st.get("daemon") and type(st.get("persist_path")) is str:
         daemon_doc = dict(doc)
         daemon_doc["_type"] = DAEMON_SNAPSHOT_TYPE

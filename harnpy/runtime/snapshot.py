@@ -172,6 +172,7 @@ class _Encoder:
         externals: dict[str, Any] | None = None,
         live: list[Any] | None = None,
         cache: SnapshotCache | None = None,
+        detached: dict[str, Any] | None = None,
     ) -> None:
         self.counts: dict[int, int] = {}
         self.objs: dict[int, Any] = {}
@@ -180,6 +181,11 @@ class _Encoder:
         self.module_keys = module_keys
         self.modules_used: set[str] = set()
         self.ext_ids: dict[int, str] = {id(v): n for n, v in (externals or {}).items()}
+        for n, v in (detached or {}).items():
+            # referenced as $ext but neither walked nor written: the caller stores them
+            self.ext_ids[id(v)] = n
+            self.counts[id(v)] = 1
+            self.objs[id(v)] = v
         self.live = live
         self.live_ids: dict[int, int] = {}
         self.cache = cache.entries if cache is not None else None
@@ -604,6 +610,7 @@ def snapshot(
     live: list[Any] | None = None,
     cache: SnapshotCache | None = None,
     runtime_state: bool = True,
+    detached: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Encode ``thread`` (its frame stack and everything reachable) as a JSON-safe dict.
 
@@ -618,11 +625,15 @@ def snapshot(
     (only for decoding in the same process, see :func:`restore`). ``cache`` (a
     :class:`SnapshotCache` kept by the caller for one thread) makes successive snapshots
     re-encode only what changed; it is updated when the snapshot succeeds.
+    ``detached`` (name -> list/dict value) are referenced as ``{"$ext": name}`` like
+    externals but neither walked nor written: the caller stores them itself (a worker's
+    transcript lists, appended to a file beside the snapshot) and puts them under
+    ``doc["externals"]`` before restoring.
     Raises :class:`SnapshotError` for values that are not snapshot data.
     """
     rt = thread.runtime
     module_keys = {id(m): key for key, m in rt.modules.items()}
-    enc = _Encoder(module_keys, externals, live, cache)
+    enc = _Encoder(module_keys, externals, live, cache, detached)
     roots: list[Any] = [thread.frame]
     mods = list(rt.modules.items())
     for _, m in mods:
@@ -758,6 +769,7 @@ def snapshot_chain(
     externals: dict[str, Any] | None = None,
     live: list[Any] | None = None,
     cache: SnapshotCache | None = None,
+    detached: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Snapshot only the frames of ``thread`` from its top frame down to ``bottom`` (whose
     caller link is cut while encoding): restoring gives a thread whose bottom frame is
@@ -772,10 +784,35 @@ def snapshot_chain(
     try:
         view = _ThreadView(thread.runtime, thread.frame, thread.name, depth)
         return snapshot(
-            view, extra, externals=externals, live=live, cache=cache, runtime_state=False
+            view,
+            extra,
+            externals=externals,
+            live=live,
+            cache=cache,
+            runtime_state=False,
+            detached=detached,
         )
     finally:
         bottom.parent = saved
+
+
+def encode_standalone(runtime: Any, value: Any) -> Any:
+    """``value`` in the snapshot encoding as a self-contained tree (no heap, no externals,
+    no live objects), decodable anywhere in a document of ``runtime``'s modules; plain
+    JSON data comes back as it is. Returns :data:`NOT_STANDALONE` when the value needs the
+    heap (sharing or cycles inside it, frames) or is not snapshot data.
+    """
+    enc = _Encoder({id(m): key for key, m in runtime.modules.items()})
+    try:
+        enc.count([value])
+        out = enc.enc(value, "")
+    except (SnapshotError, RecursionError):
+        return NOT_STANDALONE
+    return NOT_STANDALONE if enc.heap else out
+
+
+#: What :func:`encode_standalone` returns for a value that cannot stand alone.
+NOT_STANDALONE: Any = object()
 
 
 def _short(key: str) -> str:

@@ -32,7 +32,10 @@ def test_file_layout_and_envelope(run_harn: RunHarn, state_dir: Path) -> None:
     (snap,) = snapshots(state_dir)
     assert got == [str(snap), "true"]
     assert stat.S_IMODE(snap.stat().st_mode) == 0o600
-    assert [p.name for p in state_dir.iterdir()] == [snap.name]  # no temp file left
+    # no temp file left: the snapshot and its transcript file (issue 15) only
+    (tfile,) = state_dir.glob(f"{snap.stem}.transcript-*.jsonl")
+    assert sorted(p.name for p in state_dir.iterdir()) == sorted([snap.name, tfile.name])
+    assert stat.S_IMODE(tfile.stat().st_mode) == 0o600
     doc = load(snap)
     assert doc["_type"] == "worker_snapshot"
     assert doc["harnpy_snapshot_version"] == 1
@@ -58,13 +61,18 @@ def test_file_layout_and_envelope(run_harn: RunHarn, state_dir: Path) -> None:
     assert thread["_type"] == "harnpy_snapshot" and isinstance(thread["pending_slot"], int)
     assert {m["key"] for m in thread["modules"]} >= {"std/agent/_loop"}
     assert all(len(m["hash"]) == 64 for m in thread["modules"])
-    # the transcript is written once, at top level; the frames refer to it
+    # the transcript is written once, at top level; the frames refer to it, and its
+    # message and event lists are in the transcript file beside the snapshot (issue 15)
     text = json.dumps(thread)
     assert '{"$ext": "transcript"}' in text
-    # no message is written inside the frames
+    # no message is written inside the frames, nor in the document
     assert '"role": "user"' not in text and '"role": "assistant"' not in text
-    assert "was not dispatched: awaiting_resumption" in json.dumps(doc["transcript"])
-    assert doc["transcript"]["messages"][0]["content"] == "Park until review."
+    assert doc["transcript"]["messages"] == {"$ext": "transcript.messages"}
+    assert doc["transcript"]["events"] == {"$ext": "transcript.events"}
+    assert doc["transcript_file"]["name"] == tfile.name
+    entries = [json.loads(x) for x in tfile.read_text().splitlines()]
+    assert entries[0] == ["m", {"role": "user", "content": "Park until review."}]
+    assert "was not dispatched: awaiting_resumption" in tfile.read_text()
     assert "pickle" not in snap.read_text()
     read_document(str(snap))  # validates
 
@@ -158,24 +166,27 @@ pipeline main() {
 
 
 def test_over_4_mib_is_refused_naming_the_biggest_parts(run_harn: RunHarn) -> None:
+    # a 5 MiB tool result lives in the transcript file (issue 15); a 5 MiB string the
+    # tool's closure captures is in the snapshot itself
     out, _ = run_harn(
         """
-fn tools() {
+fn tools(big) {
   return tool_define(tool_registry(), "dump", "big", {parameters: {},
-    handler: { a -> return "x" * (5 * 1024 * 1024) }})
+    handler: { a -> return len(big) }})
 }
 pipeline main() {
+  const big = "x" * (5 * 1024 * 1024)
   llm_mock({tool_calls: [{id: "d", name: "dump", arguments: {}}]})
   llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "x"}}]})
-  const h = sub_agent_run("t", {provider: "mock", background: true, tools: tools()})
+  const h = sub_agent_run("t", {provider: "mock", background: true, tools: tools(big)})
   println(unwrap_err(try { wait_agent(h) }))
 }
 """
     )
     (msg,) = lines(out)
-    assert "over the 4194304-byte (4 MiB) limit; largest parts: the transcript (" in msg
-    # the 5 MiB tool result held by the loop's records is named, not the variable `st`
-    assert "the string at __agent_park_and_resume.st.records[0].result (" in msg
+    assert "over the 4194304-byte (4 MiB) limit; largest parts: " in msg
+    # the captured string is named, not the variable `st`
+    assert "the string `big` captured by the closure at " in msg, msg
 
 
 def test_load_checks_version_mode_and_source_hash(run_harn: RunHarn, state_dir: Path) -> None:
