@@ -27,6 +27,7 @@ Harn ``docs/src/llm/llm_call.md`` (``llm_call_structured`` and its variants) ove
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable
@@ -393,7 +394,8 @@ def agent_trace(thread: Any) -> list[dict[str, Any]]:
     """``agent_trace()``: the run's trace events, oldest first (at most 10,000 kept).
 
     ``{type: "llm_call", call, provider, model, input_tokens, output_tokens, stop_reason,
-    tool_calls}`` for each model answer of ``llm_call`` and the structured helpers;
+    tool_calls}`` for each model answer of the structured helpers (and of ``llm_call``
+    where it runs its answers through this module's schema loop);
     ``{type: "schema_retry", call, attempt, errors, correction_prompt, nudge_used}`` for
     each schema retry (``attempt``: 1 for the first retry; ``errors``: the validation
     messages that caused it; ``correction_prompt``: the corrective user message, sent only
@@ -447,7 +449,8 @@ class SchemaLoop:
     (with which request) or failed. State after the last step: ``attempts`` (answers
     seen), ``text`` (the last answer's text), ``extracted`` (its JSON came from fences or
     prose), ``found`` (it held JSON at all), ``problems`` (its validation messages),
-    ``data``, ``last`` (the last response).
+    ``data``, ``last`` (the last response), ``current`` (the request that was answered
+    last, for the transcript of the result).
     """
 
     def __init__(self, spec: OutputSpec, request: Any, runtime: Any, where: str) -> None:
@@ -463,6 +466,7 @@ class SchemaLoop:
         self.problems: list[str] = []
         self.data: Any = None
         self.last: Any = None
+        self.current = request
 
     def step(self, resp: Any) -> tuple[str, Any]:
         """Judge one answer: ``("ok", data)`` (data None when no JSON was wanted),
@@ -490,6 +494,32 @@ class SchemaLoop:
             self.left -= 1
             return "again", self._retry_request(problems)
         return "invalid", problems
+
+    def answer(self, thread: Any, resp: Any, out: dict[str, Any]) -> Any:
+        """The ``llm_call`` value for answer ``resp`` (``out``: its result dict): ``out``
+        with ``data`` when JSON was wanted, an :class:`Again` for a schema retry. After the
+        last retry an invalid answer throws (``output_validation: "error"``, the default)
+        or, with ``"warn"`` (a warning on stderr) / ``"off"``, gives ``out`` with ``data:
+        nil`` and ``validation_errors``.
+
+        Raises:
+            HarnThrow: the ``schema_validation`` envelope (:meth:`failure`).
+        """
+        verdict, value = self.step(resp)
+        if verdict == "again":
+            self.current = value
+            return Again(value)
+        if verdict == "ok":
+            if self.spec.wants_json:
+                out["data"] = value
+            return out
+        if self.spec.validation == "error":
+            raise HarnThrow(self.failure())
+        if self.spec.validation == "warn":
+            thread.write_err(f"warning: {self.failure()['message']}\n")
+        out["data"] = None
+        out["validation_errors"] = list(self.problems)
+        return out
 
     def _retry_request(self, problems: list[str]) -> Any:
         import attrs  # the LLM layer's shapes are attrs classes
@@ -531,6 +561,19 @@ class SchemaLoop:
         )
 
 
+def schema_loop(
+    thread: Any, options: Any, request: Any, where: str, default_retries: int
+) -> SchemaLoop:
+    """The :class:`SchemaLoop` of an ``llm_call`` with normalized ``options`` (see
+    :func:`normalize_output_options`) and its first ``request``.
+
+    Raises:
+        HarnThrow: ``config`` envelope for a malformed schema-loop option
+            (:func:`output_spec`).
+    """
+    return SchemaLoop(output_spec(options, where, default_retries), request, thread.runtime, where)
+
+
 # ------------------------------------------------------------------ submitting
 
 
@@ -545,7 +588,15 @@ def _submit(
     :func:`~harnpy.lifecycle.llm_builtins.submit_blocking`), delivering ``finish(resp)`` --
     or, for any failure (the provider's, or a :class:`HarnThrow` raised by ``finish``),
     ``on_error(error dict)`` -- as the call's value. An :class:`Again` from ``finish``
-    submits its request and keeps waiting."""
+    submits its request and keeps waiting.
+
+    When ``submit_blocking`` itself takes ``on_error`` (with ``llm_retries`` on scheduler
+    timers), it is used; the loop below is the stand-in for the LLM layer without it.
+    """
+    submit: Any = submit_blocking
+    if "on_error" in inspect.signature(submit).parameters:
+        submit(thread, request, finish, describe, on_error=on_error)
+        return
     from harnpy.llm import LlmError
 
     rt = thread.runtime

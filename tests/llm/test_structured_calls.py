@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from harnpy.lifecycle.structured_calls import NO_JSON, correction_prompt, extract_json_value
+from harnpy.lifecycle.llm_builtins import Again
+from harnpy.lifecycle.structured_calls import (
+    NO_JSON,
+    SchemaLoop,
+    correction_prompt,
+    extract_json_value,
+    normalize_output_options,
+    schema_loop,
+)
+from harnpy.llm.types import LlmRequest, LlmResponse, Message
+from harnpy.runtime.errors import HarnThrow
 from harnpy.runtime.runtime import Runtime
 from tests.conftest import harnpy
 
@@ -270,3 +280,87 @@ def test_conformance_case(name: str) -> None:
     proc = harnpy("run", str(case), env={"HARN_LLM_CALLS_DISABLED": "1"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == case.with_suffix(".expected").read_text()
+
+
+# ------------------------------------------------------------------ llm_call's schema loop
+
+
+class FakeThread:
+    """What SchemaLoop.answer needs of a thread: a runtime and stderr."""
+
+    def __init__(self) -> None:
+        self.runtime = Runtime(stdout=lambda s: None, stderr=lambda s: None)
+        self.err: list[str] = []
+
+    def write_err(self, text: str) -> None:
+        self.err.append(text)
+
+
+def answer(text: str) -> LlmResponse:
+    return LlmResponse(text=text, model="m", provider="mock")
+
+
+def loop_for(options: dict, thread: FakeThread) -> SchemaLoop:
+    request = LlmRequest(messages=[Message(role="user", content="q")], provider="mock")
+    return schema_loop(thread, options, request, "llm_call", 1)
+
+
+def test_normalize_output_format_kinds() -> None:
+    schema = {"type": "object"}
+    t = FakeThread()
+    got = normalize_output_options(
+        t, {"output_format": {"kind": "json_schema", "schema": schema}}, "llm_call"
+    )
+    assert got == {"output_schema": schema, "response_format": "json"}
+    assert normalize_output_options(t, {"output_format": "json_object"}, "llm_call") == {
+        "response_format": "json"
+    }
+    assert normalize_output_options(t, {"output_format": {"kind": "text"}}, "llm_call") == {}
+    plain = {"provider": "mock"}
+    assert normalize_output_options(t, plain, "llm_call") is plain
+    with pytest.raises(HarnThrow) as info:
+        normalize_output_options(t, {"output_format": "yaml"}, "llm_call")
+    assert info.value.value["category"] == "config"
+
+
+def test_answer_retries_with_the_original_messages_plus_one_nudge() -> None:
+    t = FakeThread()
+    loop = loop_for({"response_format": "json"}, t)
+    again = loop.answer(t, answer("no json"), {})
+    assert isinstance(again, Again)
+    assert [m.role for m in again.request.messages] == ["user", "user"]
+    assert "schema" in again.request.messages[1].content
+    assert loop.current is again.request
+    out = loop.answer(t, answer('{"a": 1}'), {"text": "x"})
+    assert out == {"text": "x", "data": {"a": 1}}
+    kinds = [e["type"] for e in t.runtime.structured_agent_trace]
+    assert kinds == ["llm_call", "schema_retry", "llm_call"]
+
+
+def test_answer_without_nudge_replays_the_request_and_throws_at_the_end() -> None:
+    t = FakeThread()
+    loop = loop_for({"response_format": "json", "schema_retry_nudge": False}, t)
+    again = loop.answer(t, answer("prose"), {})
+    assert again.request is loop.base
+    with pytest.raises(HarnThrow) as info:
+        loop.answer(t, answer("more prose"), {})
+    err = info.value.value
+    assert err["category"] == "schema_validation"
+    assert "parseable JSON" in err["message"] and "schema" in err["message"]
+    assert err["text"] == "more prose"
+
+
+def test_answer_warn_and_off_return_the_result_without_data() -> None:
+    for mode, warned in (("warn", True), ("off", False)):
+        t = FakeThread()
+        loop = loop_for(
+            {
+                "output_schema": {"type": "object", "required": ["k"]},
+                "schema_retries": 0,
+                "output_validation": mode,
+            },
+            t,
+        )
+        out = loop.answer(t, answer("{}"), {"text": "{}"})
+        assert out["data"] is None and len(out["validation_errors"]) == 1
+        assert bool(t.err) is warned
