@@ -592,14 +592,19 @@ def _submit(
 
     When ``submit_blocking`` itself takes ``on_error`` (with ``llm_retries`` on scheduler
     timers), it is used; the loop below is the stand-in for the LLM layer without it.
+
+    Raises:
+        HarnThrow: the budget envelope of a request over its budget (nothing is sent).
     """
     submit: Any = submit_blocking
     if "on_error" in inspect.signature(submit).parameters:
         submit(thread, request, finish, describe, on_error=on_error)
         return
+    from harnpy.lifecycle.llm_session import preflight
     from harnpy.llm import LlmError
 
     rt = thread.runtime
+    preflight(rt, request)  # budgets (throws before anything is sent) and cost accounting
     svc = services(rt)
     waker = block_control(thread, describe)
 
@@ -745,7 +750,10 @@ def llm_call_structured_safe(thread: Any, *args: Any) -> Any:
     def on_error(err: dict[str, Any]) -> Any:
         return {"ok": False, "data": None, "error": err}
 
-    _submit(thread, call.request, finish, on_error, where)
+    try:
+        _submit(thread, call.request, finish, on_error, where)
+    except HarnThrow as exc:  # refused before sending (a budget)
+        return on_error(_value_error(exc.value))
     return None
 
 
@@ -900,7 +908,10 @@ def llm_call_structured_result(thread: Any, *args: Any) -> Any:
             False, error=str(err.get("message", "")), error_category=err.get("category")
         )
 
-    _submit(thread, call.request, finish, on_error, where)
+    try:
+        _submit(thread, call.request, finish, on_error, where)
+    except HarnThrow as exc:  # refused before sending (a budget)
+        return on_error(_value_error(exc.value))
     return None
 
 

@@ -364,3 +364,24 @@ def test_answer_warn_and_off_return_the_result_without_data() -> None:
         out = loop.answer(t, answer("{}"), {"text": "{}"})
         assert out["data"] is None and len(out["validation_errors"]) == 1
         assert bool(t.err) is warned
+
+
+def test_budgets_refuse_before_sending_in_every_variant(run) -> None:
+    big = '"a prompt of several words", s, {provider: "mock", budget: {max_input_tokens: 1}}'
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock('{"verdict": "unused"}')
+        + f"let a = llm_call_structured_safe({big})\n"
+        "println([a.ok, a.error.category])\n"
+        f"let b = llm_call_structured_result({big})\n"
+        "println([b.ok, b.error_category, b.attempts])\n"
+        f"let c = try {{ llm_call_structured({big}) }}\n"
+        "println(unwrap_err(c).category)\n"
+        "println(len(llm_mock_calls()))\n"
+    )
+    assert out == [
+        "[false, budget_exceeded]",
+        "[false, budget_exceeded, 0]",
+        "budget_exceeded",
+        "0",
+    ]
