@@ -6,13 +6,15 @@ entry is ``{name, description, parameters, handler, executor, outputSchema?, ...
 description?, required?}}``) and ``handler`` a Harn closure taking the arguments dict.
 
 A ``tool name(params) -> T { description "..." body }`` declaration binds ``name`` to its
-handler closure; :func:`entry_of_declaration` turns it into an entry whose handler takes
-positional arguments (``positional`` lists the parameter names) and whose ``parameters``
-schema is derived from the declared parameter types (``string``, ``int``, ``float``,
-``bool``, ``list``, ``dict`` from the type label; structs, enums and type aliases from the
-schema the compiler derived with :func:`harnpy.stdlib.schema.type_to_schema`: an object
-with the struct's fields, an enum's variant names; other types are not checked). ``tool_define(registry, decl)``
-and the ``tools`` option of ``agent_loop`` accept such declarations directly.
+own one-tool registry (as in Harn; built by :func:`entry_of_declaration` from the spec the
+compiler derived): the entry's ``parameters`` is the object JSON schema of the declared
+parameter types (:func:`harnpy.stdlib.schema.type_to_schema`: nested shapes, lists,
+unions, structs, enums, aliases), a parameter with a default is optional and a literal
+default appears as the property's ``default``; the return type gives ``outputSchema``; the
+``handler`` is the declaration's closure, called with positional arguments (``positional``
+lists the parameter names). ``tool_define(registry, decl)``, ``tool_registry([decl, ...])``
+and the ``tools`` option of ``agent_loop`` (a registry or a list of registries and entries)
+accept such declarations directly.
 
 :func:`prepare_call` decides for one model-issued call: unknown tool, denied by the loop's
 policy (``policy: {tools: [...]}`` allow-list, ``policy.deny`` / ``denied_tools``), or
@@ -22,6 +24,7 @@ model as the tool result; otherwise the call is dispatched by the Harn loop code
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -82,35 +85,32 @@ def type_schema(label: str) -> dict[str, Any]:
     return dict(_TYPE_SCHEMAS.get(label, {}))
 
 
-def declared_spec(runtime: Any, v: Any) -> dict[str, Any] | None:
-    """The ``tool`` declaration whose handler closure is ``v`` (or None)."""
-    if type(v) is not Closure:
-        return None
-    declared = getattr(runtime, "declared_tools", None) or {}
-    spec = declared.get(v.code.name)
-    if spec is None or type(spec.get("handler")) is not Closure:
-        return None
-    if spec["handler"].code is not v.code:
-        return None
-    return spec  # type: ignore[no-any-return]
-
-
 def entry_of_declaration(spec: dict[str, Any], handler: Any) -> dict[str, Any]:
-    """The registry entry of a ``tool`` declaration (positional handler)."""
+    """The registry entry of a ``tool`` declaration: ``{name, description, parameters,
+    handler, executor: "harn", positional, outputSchema?}``.
+
+    ``parameters`` is the object JSON schema of the declared parameters: each property is
+    the schema the compiler derived from the parameter's type (nested shapes, lists,
+    unions, structs, enums, aliases; ``{}`` for an untyped or ``any`` parameter) with the
+    parameter's literal ``default``, if any; a parameter with a default is optional, every
+    other one is ``required``. ``outputSchema`` is the schema of the declared return type.
+    ``handler`` takes the arguments positionally (``positional`` lists the parameter names
+    in order; the loop spreads a call's arguments into it).
+    """
     props: dict[str, Any] = {}
     required: list[str] = []
     for p in spec.get("params", []):
-        # the label's schema for the basic types; the compiler's for structs, enums, aliases
-        schema = type_schema(p.get("type") or "any")
-        if not schema and type(p.get("schema")) is dict:
-            schema = dict(p["schema"])
+        schema = p.get("schema")
+        schema = dict(schema) if type(schema) is dict else type_schema(p.get("type") or "any")
+        if "default" in p:
+            schema["default"] = copy.deepcopy(p["default"])  # the spec is shared by every run
         props[p["name"]] = schema
         if p.get("required"):
             required.append(p["name"])
     params: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         params["required"] = required
-    return {
+    entry: dict[str, Any] = {
         "name": spec["name"],
         "description": spec.get("description") or "",
         "parameters": params,
@@ -118,6 +118,19 @@ def entry_of_declaration(spec: dict[str, Any], handler: Any) -> dict[str, Any]:
         "executor": "harn",
         "positional": [p["name"] for p in spec.get("params", [])],
     }
+    if type(spec.get("returns")) is dict:
+        entry["outputSchema"] = spec["returns"]
+    return entry
+
+
+@builtin("__tool_declaration")
+def tool_declaration(thread: Any, spec: Any = None, handler: Any = None) -> dict[str, Any]:
+    """``__tool_declaration(spec, handler)`` (internal): the value a ``tool`` declaration
+    binds, its one-tool registry ``{_type: "tool_registry", tools: [entry]}`` (see
+    :func:`entry_of_declaration`). Called by the runtime when the declaration runs."""
+    if type(spec) is not dict or type(spec.get("name")) is not str:
+        raise thrown("__tool_declaration: expected a tool declaration spec")
+    return {**new_registry(), "tools": [entry_of_declaration(spec, handler)]}
 
 
 def json_schema(entry: dict[str, Any]) -> dict[str, Any]:
@@ -133,12 +146,14 @@ def json_schema(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def to_entries(runtime: Any, tools: Any, where: str) -> list[dict[str, Any]]:
-    """Registry entries from an ``agent_loop``/``llm_call`` ``tools`` value: a registry, a
-    list of entries, ``tool`` declarations or tool dicts, or nil. A tool named like an
-    earlier one replaces it (last wins, in the later one's place), as with ``tool_define``.
+    """Registry entries from an ``agent_loop``/``llm_call`` ``tools`` value: a registry (a
+    ``tool`` declaration binds a one-tool registry), a list of registries and tool dicts,
+    or nil. A tool named like an earlier one replaces it (last wins, in the later one's
+    place), as with ``tool_define``.
 
     Raises:
-        HarnThrow: ``<where>: tools must be a tool registry or a list of tools``.
+        HarnThrow: ``<where>: tools must be a tool registry or a list of tools``, or
+            ``<where>: cannot use <value> as a tool`` for a list item that is neither.
     """
     if tools is None:
         return []
@@ -147,22 +162,19 @@ def to_entries(runtime: Any, tools: Any, where: str) -> list[dict[str, Any]]:
     elif type(tools) is list:
         items = tools
     else:
-        decl = declared_spec(runtime, tools)
-        if decl is None:
-            raise thrown(f"{where}: tools must be a tool registry or a list of tools")
-        items = [tools]
+        raise thrown(f"{where}: tools must be a tool registry or a list of tools")
     by_name: dict[str, dict[str, Any]] = {}
     for item in items:
-        decl = declared_spec(runtime, item)
-        if decl is not None:
-            entry = entry_of_declaration(decl, item)
+        if is_registry(item):
+            found = [t for t in item["tools"] if type(t) is dict]
         elif type(item) is dict and type(item.get("name")) is str:
-            entry = item
+            found = [item]
         else:
             raise thrown(f"{where}: cannot use {display(item)} as a tool")
-        # a tool named like an earlier one replaces it (as tool_define does)
-        by_name.pop(entry["name"], None)
-        by_name[entry["name"]] = entry
+        for entry in found:
+            # a tool named like an earlier one replaces it (as tool_define does)
+            by_name.pop(entry["name"], None)
+            by_name[entry["name"]] = entry
     return list(by_name.values())
 
 
@@ -462,30 +474,41 @@ def tool_registry(thread: Any, *args: Any) -> dict[str, Any]:
 def tool_define(
     thread: Any, registry: Any = None, name: Any = None, description: Any = None, config: Any = None
 ) -> dict[str, Any]:
-    """``tool_define(registry, name, description, {parameters?, handler, returns?, ...})``:
-    a copy of ``registry`` with the tool added (replacing one of the same name). Unknown
-    config keys are kept on the entry. ``tool_define(registry, decl)`` (or
-    ``tool_define(registry, name, decl)``, ``tool_define(registry, name, description,
-    decl)``) adds a ``tool`` declaration. Throws for a missing handler or a non-registry."""
+    """``tool_define(registry, name, description, {parameters?, handler?, returns?,
+    executor?, ...})``: a copy of ``registry`` with the tool added (replacing one of the
+    same name). ``parameters`` is a JSON schema or Harn's short form (``{q: "string"}``,
+    ``{q: {type, description?, required?}}``); ``returns`` becomes the entry's
+    ``outputSchema``; ``executor`` is ``"harn"`` (a ``handler`` closure taking the
+    arguments dict; ``"harn_builtin"`` is an alias), ``"host_bridge"`` (needs
+    ``host_capability``, no handler), ``"mcp_server"`` (needs ``mcp_server``, no handler)
+    or ``"provider_native"`` (no handler); without it a handler means ``"harn"``.
+    ``defer_loading`` must be a bool, ``namespace`` a non-empty string; other config keys
+    are kept on the entry as they are.
+
+    ``tool_define(registry, decl)`` adds the tools of a ``tool`` declaration (or of any
+    registry); ``tool_define(registry, name, decl)`` / ``tool_define(registry, name,
+    description, decl)`` rename / redescribe a one-tool declaration.
+
+    Throws (Harn's messages): a first argument that is not a registry, a config that is
+    not a dict (``tool_define: config must be a dict with parameters and handler``),
+    ``params`` instead of ``parameters``, an unknown or non-string executor, an executor
+    with a missing or forbidden key, a bad ``defer_loading`` / ``namespace``."""
     reg = _check_registry(registry, "tool_define")
-    decl, handler = None, None
-    for candidate in (name, description, config):
-        decl = declared_spec(thread.runtime, candidate)
-        if decl is not None:
-            handler = candidate
-            break
+    decl = next((c for c in (name, description, config) if is_registry(c)), None)
     if decl is not None:
-        entry = entry_of_declaration(decl, handler)
-        if type(name) is str:
-            entry["name"] = name
-        if type(description) is str:
-            entry["description"] = description
+        added = [dict(t) for t in decl["tools"] if type(t) is dict]
+        if len(added) == 1:
+            if type(name) is str:
+                added[0]["name"] = name
+            if type(description) is str:
+                added[0]["description"] = description
     else:
         tname = name if type(name) is str else display(name)
         text = description if type(description) is str else display(description)
-        entry = entry_of_config(tname, text, config)
-    tools = [t for t in reg["tools"] if not (type(t) is dict and t.get("name") == entry["name"])]
-    return {**reg, "tools": [*tools, entry]}
+        added = [entry_of_config(tname, text, config)]
+    names = {e["name"] for e in added}
+    tools = [t for t in reg["tools"] if not (type(t) is dict and t.get("name") in names)]
+    return {**reg, "tools": [*tools, *added]}
 
 
 @builtin("tool_find")

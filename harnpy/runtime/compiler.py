@@ -852,19 +852,21 @@ class Compiler:
     def s_ToolDecl(self, st: A.ToolDecl) -> None:
         b = self.b
         clo = self.closure_expr(st, self_name=None)
-        spec = {
-            "name": st.name,
-            "description": st.description,
-            "params": [
-                {
-                    "name": p.name,
-                    "type": _type_label(p.type) if p.type is not None else "any",
-                    "required": p.default is None,
-                    "schema": self.tool_param_schema(p.type),
-                }
-                for p in st.params
-            ],
-        }
+        params: list[dict[str, Any]] = []
+        for p in st.params:
+            param: dict[str, Any] = {
+                "name": p.name,
+                "type": _type_label(p.type) if p.type is not None else "any",
+                "required": p.default is None,
+                "schema": self.tool_param_schema(p.type),
+            }
+            known, default = _literal_value(p.default)
+            if known:
+                param["default"] = default  # a literal default goes into the schema
+            params.append(param)
+        spec: dict[str, Any] = {"name": st.name, "description": st.description, "params": params}
+        if st.ret_type is not None:
+            spec["returns"] = self.tool_param_schema(st.ret_type)
 
         def make(f: Frame) -> Any:
             return f.thread.runtime.make_tool(spec, clo(f))
@@ -2876,6 +2878,41 @@ def _compare_ev(op: str, left: Ev, right: Ev, rconst: Any, span: A.Span) -> Ev:
 
 
 # ================================================================== types
+
+
+def _literal_value(e: A.Expr | None) -> tuple[bool, Any]:
+    """``(True, value)`` for an expression made of literals only (numbers, strings, bools,
+    nil, negated numbers, lists and dicts with plain keys of such); ``(False, None)``
+    otherwise (including no expression)."""
+    if e is None:
+        return False, None
+    t = type(e)
+    if t is A.Literal:
+        return True, e.value
+    if t is A.UnaryOp and e.op == "-" and type(e.operand) is A.Literal:
+        v = e.operand.value
+        if type(v) in (int, float):
+            return True, -v
+        return False, None
+    if t is A.ListLit:
+        items = []
+        for item in e.items:
+            ok, v = _literal_value(item) if type(item) is not A.Spread else (False, None)
+            if not ok:
+                return False, None
+            items.append(v)
+        return True, items
+    if t is A.DictLit:
+        out: dict[str, Any] = {}
+        for entry in e.entries:
+            if type(entry) is not A.DictEntry or entry.computed or type(entry.key) is not str:
+                return False, None
+            ok, v = _literal_value(entry.value)
+            if not ok:
+                return False, None
+            out[entry.key] = v
+        return True, out
+    return False, None
 
 
 def _type_label(t: A.TypeExpr | None) -> str:

@@ -158,14 +158,12 @@ class Runtime:
         return t.get(name) if t else None
 
     def make_tool(self, spec: dict[str, Any], handler: Closure) -> Any:
-        """Value bound to a ``tool`` declaration: callable like its handler (the agents
-        layer reads the spec from ``tool_registry``)."""
-        tools: dict[str, Any] | None = getattr(self, "declared_tools", None)
-        if tools is None:
-            tools = {}
-            self.declared_tools = tools
-        tools[spec["name"]] = {**spec, "handler": handler}
-        return handler
+        """Value bound to a ``tool`` declaration: the one-tool registry that the agents
+        layer's ``__tool_declaration(spec, handler)`` builtin builds (``spec``: ``{name,
+        description, params: [{name, type, required, schema, default?}], returns?}`` from
+        the compiler); the handler closure itself when that layer is not loaded."""
+        make = self.builtins.get("__tool_declaration")
+        return handler if make is None else make.fn(None, spec, handler)
 
     # ---- modules
 

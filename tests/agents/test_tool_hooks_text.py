@@ -317,3 +317,110 @@ pipeline main(task) {
     resumed = harnpy("run", "--resume", str(snap), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines() == ["echo", "[denied, ok, ok]", "post:hi"]
+
+
+DECLS = """
+type Opts = {depth: int, tags: list<string>}
+enum Mode { Fast, Slow }
+tool search(query: string, opts: Opts, mode: Mode, filters: list<{field: string, value?: string}>,
+            limit: int = 5, exact: bool = false, note = "x", flags: list<string> = ["a"]) -> {hits: list<string>} {
+  description "Search the corpus"
+  return {hits: [query + ":" + to_string(limit) + ":" + to_string(mode)]}
+}
+tool ping() {
+  return "pong"
+}
+"""
+
+
+def test_tool_declaration_binds_a_one_tool_registry(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        DECLS
+        + """
+pipeline main() {
+  println([type_of(search), search._type, len(search.tools), tool_count(ping)])
+  let e = search.tools[0]
+  println([e.name, e.description, e.executor, e.positional])
+  println(json_stringify(e.parameters))
+  println(json_stringify(e.outputSchema))
+  println(json_stringify(ping.tools[0].parameters) + " " + to_string(ping.tools[0]?.outputSchema))
+  println(e.handler("q", {depth: 1, tags: []}, Mode.Fast, []))
+  println(tool_schema(search).tools[0].inputSchema.required)
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "[dict, tool_registry, 1, 1]"
+    assert (
+        got[1]
+        == "[search, Search the corpus, harn, [query, opts, mode, filters, limit, exact, note, flags]]"
+    )
+    params = json.loads(got[2])
+    assert params["type"] == "object"
+    assert params["required"] == ["query", "opts", "mode", "filters"]
+    props = params["properties"]
+    assert props["query"] == {"type": "string"}
+    assert props["opts"] == {
+        "type": "object",
+        "properties": {
+            "depth": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["depth", "tags"],
+    }
+    assert props["mode"] == {"type": "string", "enum": ["Fast", "Slow"]}
+    assert props["filters"] == {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"field": {"type": "string"}, "value": {"type": "string"}},
+            "required": ["field"],
+        },
+    }
+    assert props["limit"] == {"type": "integer", "default": 5}
+    assert props["exact"] == {"type": "boolean", "default": False}
+    assert props["note"] == {"default": "x"}  # untyped: any value
+    assert props["flags"] == {"type": "array", "items": {"type": "string"}, "default": ["a"]}
+    assert json.loads(got[3]) == {
+        "type": "object",
+        "properties": {"hits": {"type": "array", "items": {"type": "string"}}},
+        "required": ["hits"],
+    }
+    schema, output = got[4].split(" ")
+    assert json.loads(schema) == {"type": "object", "properties": {}} and output == "nil"
+    assert got[5] == "{hits: [q:5:Mode.Fast]}"
+    assert got[6] == "[query, opts, mode, filters]"
+
+
+def test_declarations_in_registries_and_loops(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        DECLS
+        + """
+pipeline main() {
+  println(tool_list(tool_registry([search, ping])).map({ t -> t.name }))
+  let renamed = tool_define(tool_registry(), "find", "Find things", search)
+  println([tool_find(renamed, "find").description, tool_find(renamed, "search") == nil])
+  println(tool_list(tool_define(tool_define(tool_registry(), ping), search)).map({ t -> t.name }))
+  llm_mock({tool_calls: [
+    {name: "search", arguments: {query: "q", opts: {depth: 2, tags: ["t"]}, mode: "Slow", filters: [], limit: 2}},
+    {name: "search", arguments: {query: "q", opts: {depth: 2}, mode: "Medium", filters: []}},
+    {name: "ping", arguments: {}},
+  ]})
+  llm_mock({text: "done"})
+  let r = agent_loop("go", nil, {provider: "mock", tools: [search, ping]})
+  for rec in r.tool_calls { println(rec.name + " " + rec.status) }
+  println(r.tool_calls[0].result.hits[0])
+  println(llm_mock_calls()[0].tools.map({ t -> t.name }))
+  println(unwrap_err(try { agent_loop("go", nil, {provider: "mock", tools: [42]}) }))
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "[search, ping]"
+    assert got[1] == "[Find things, true]"
+    assert got[2] == "[ping, search]"
+    assert got[3:6] == ["search ok", "search rejected", "ping ok"]
+    # the model's string for the enum parameter reaches the handler as given
+    assert got[6] == "q:2:Slow"
+    assert got[7] == "[search, ping]"
+    assert got[8] == "agent_loop: cannot use 42 as a tool"

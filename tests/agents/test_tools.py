@@ -61,7 +61,8 @@ pipeline main() {
     assert got[6] == "1"
     # the declaration's types became a JSON schema; `b` has a default so it is optional
     assert got[7] == (
-        "{properties: {a: {type: integer}, b: {type: integer}}, required: [a], type: object}"
+        "{properties: {a: {type: integer}, b: {default: 10, type: integer}}, required: [a], "
+        "type: object}"
     )
     assert got[8] == "3"  # same name replaces
     assert got[9:12] == [
@@ -191,11 +192,13 @@ pipeline main() {
   let r = agent_loop("add", nil, {provider: "mock", tools: [add]})
   println(r.tool_calls[0].result)
   println(llm_mock_calls()[0].tools[0].description)
-  println(add(1))
+  // the declaration binds a one-tool registry whose handler takes positional arguments
+  println(type_of(add) + " " + add._type + " " + to_string(len(add.tools)))
+  println(add.tools[0].handler(1))
 }
 """
     )
-    assert lines(out) == ["9", "Add two integers", "11"]
+    assert lines(out) == ["9", "Add two integers", "dict tool_registry 1", "11"]
 
 
 def test_default_mock_calls_the_first_offered_tool(run_harn: RunHarn) -> None:
