@@ -17,7 +17,9 @@ the last one. The provider layer has no incremental transport, so every chunk is
 when the answer is complete: the call blocks until then and the channel it returns is
 already filled and closed (a channel is plain data, so a snapshot taken later carries it).
 A failed call does not throw: the channel's only item is the error envelope
-``llm_call`` would have thrown, as in Harn.
+``llm_call`` would have thrown, as in Harn. The builtin checks the options (a malformed
+option throws at the call), then pushes ``__llm_stream`` (``std/llm/_stream``), which makes
+the call as an ordinary ``llm_call`` and turns its ``Result`` into the channel.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ from typing import Any
 
 from harnpy.lifecycle._common import arg, require_instruction_call, strip_harness, thrown
 from harnpy.runtime.display import display
+from harnpy.runtime.errors import runtime_error
+from harnpy.runtime.values import Channel, EnumValue
 from harnpy.stdlib.registry import builtin
+
+STREAM_MODULE = "std/llm/_stream"
 
 #: The instruction a chat model gets for ``llm_completion``.
 COMPLETION_SYSTEM = (
@@ -84,3 +90,47 @@ def llm_completion(thread: Any, *args: Any) -> Any:
     request = attrs.evolve(request, completion={"prefix": prefix, "suffix": suffix})
     submit_blocking(thread, request, lambda resp: result_dict(resp, request), "llm completion")
     return None
+
+
+def _filled(values: list[Any]) -> Channel:
+    ch = Channel("llm_stream", None)
+    ch.items.extend(values)
+    ch.closed = True
+    return ch
+
+
+@builtin("llm_stream", control=True)
+def llm_stream(thread: Any, *args: Any) -> Any:
+    """``llm_stream(prompt, system?, options?) -> channel``: the model's answer as a
+    channel of text chunks (strings: each word with the whitespace after it; joined they
+    are the answer's ``text``), closed after the last. Options as ``llm_call``. A failed
+    call (provider error, exceeded budget) gives a channel whose only item is the error
+    value ``llm_call`` would have thrown, instead of throwing; a malformed option throws.
+    The channel is complete when it is returned (module docstring)."""
+    from harnpy.lifecycle._common import push_call
+    from harnpy.lifecycle.compaction import std_function
+    from harnpy.lifecycle.llm_builtins import build
+
+    require_instruction_call(thread, "llm_stream")
+    args = strip_harness(args)
+    prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
+    build(prompt, system, options, where="llm_stream")  # malformed options throw here
+    push_call(
+        thread,
+        std_function(thread.runtime, STREAM_MODULE, "__llm_stream"),
+        [prompt, system, options],
+    )
+    return None
+
+
+@builtin("__llm_stream_channel")
+def llm_stream_channel(thread: Any, result: Any = None) -> Channel:
+    """``__llm_stream_channel(result)``: the closed channel of an ``llm_call`` Result —
+    ``Ok(r)``: the chunks of ``r.text``; ``Err(e)``: ``e`` alone."""
+    if type(result) is not EnumValue or result.enum != "Result" or not result.fields:
+        raise runtime_error("internal: __llm_stream_channel needs a Result")
+    value = result.fields[0]
+    if result.variant == "Ok":
+        text = value.get("text") if type(value) is dict else None
+        return _filled(chunks(text if type(text) is str else ""))
+    return _filled([value])
