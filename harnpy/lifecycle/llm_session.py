@@ -134,15 +134,26 @@ def record(runtime: Any, response: Any) -> None:
     st["call_count"] += 1
 
 
+class _Recorder:
+    """The LLM-answer listener that feeds :func:`record` (one per runtime)."""
+
+    __slots__ = ("runtime",)
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+
+    def __call__(self, response: Any) -> None:
+        record(self.runtime, response)
+
+
 def install(runtime: Any) -> None:
     """Make the runtime's LLM host report every answer to :func:`record` (idempotent;
     called before each request is submitted)."""
     from harnpy.lifecycle.services import services
 
-    svc = services(runtime)
-    if not getattr(svc, "_llm_session_listener", False):
-        svc.llm_listeners.append(lambda resp: record(runtime, resp))
-        svc._llm_session_listener = True  # type: ignore[attr-defined]
+    listeners = services(runtime).llm_listeners
+    if not any(type(listener) is _Recorder for listener in listeners):
+        listeners.append(_Recorder(runtime))
 
 
 # ----------------------------------------------------------------------------- preflight
