@@ -246,7 +246,11 @@ def schema_issues(value: Any, schema: Any, *, strict_ints: bool = False) -> list
 
 def usage_dict(resp: Any) -> dict[str, Any]:
     """``{input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-    total_tokens}`` of a response."""
+    total_tokens, cache_creation_input_tokens, cache_hit_ratio, cache_savings_usd,
+    served_fast}`` of a response (the prompt-cache fields:
+    :func:`harnpy.lifecycle.llm_session.cache_usage`)."""
+    from harnpy.lifecycle.llm_session import cache_usage
+
     u = resp.usage
     return {
         "input_tokens": u.input_tokens,
@@ -254,6 +258,7 @@ def usage_dict(resp: Any) -> dict[str, Any]:
         "cache_read_tokens": u.cache_read_tokens,
         "cache_write_tokens": u.cache_write_tokens,
         "total_tokens": u.input_tokens + u.output_tokens,
+        **cache_usage(resp.model, resp.provider, u),
     }
 
 
@@ -277,6 +282,9 @@ def result_dict(resp: Any, request: Any) -> dict[str, Any]:
     out["visible_text"] = vis
     out["prose"] = vis
     out["usage"] = usage_dict(resp)
+    for key in ("cache_creation_input_tokens", "cache_hit_ratio", "cache_savings_usd"):
+        out[key] = out["usage"][key]  # Harn's result also has them at the top level
+    out["served_fast"] = False
     # Harn's canonical answer blocks: the visible text as one public text block
     out.setdefault("blocks", [{"type": "text", "text": vis, "visibility": "public"}] if vis else [])
     out.setdefault("private_reasoning", None)

@@ -247,3 +247,30 @@ pipeline main() {
     assert llm_session.state(Fresh.runtime) == saved
     with pytest.raises(TypeError):
         llm_session._load(Fresh(), {"budget_usd": 1})
+
+
+def test_llm_call_result_has_prompt_cache_accounting(run) -> None:  # type: ignore[no-untyped-def]
+    out, _ = run(
+        """
+pipeline main() {
+  llm_mock({text: "a", input_tokens: 100, output_tokens: 5, cache_read_tokens: 300,
+            cache_write_tokens: 100, model: "claude-sonnet-4-20250514"})
+  let r = llm_call("x", nil, {provider: "mock", model: "claude-sonnet-4-20250514"})
+  println([r.usage.cache_creation_input_tokens, r.usage.cache_hit_ratio, r.usage.served_fast])
+  println([r.cache_creation_input_tokens, r.cache_hit_ratio, r.served_fast])
+  println(r.usage.cache_savings_usd == r.cache_savings_usd)
+  println(r.cache_savings_usd)
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "[100, 0.6, false]"
+    assert got[1] == "[100, 0.6, false]"
+    assert got[2] == "true"
+    p = catalog.pricing("claude-sonnet-4")
+    assert p is not None
+    want = (
+        300 * (p["input_per_mtok"] - p["cached_input_per_mtok"])
+        - 100 * (p["cache_write_per_mtok"] - p["input_per_mtok"])
+    ) / 1e6
+    assert float(got[3]) == pytest.approx(want)
