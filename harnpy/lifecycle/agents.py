@@ -383,15 +383,24 @@ def agent_llm_turn(thread: Any, st: Any = None) -> Any:
     opts = loop_options(opts, st)  # total_budget_usd counts the loop's spend so far
     request = build(None, system, opts, where="agent_loop", cache=message_cache(rt))
 
-    def finish(resp: Any) -> dict[str, Any]:
-        return apply_response(rt, st, resp)
+    empty_retries = [0]
 
-    submit_blocking(thread, request, finish, "agent turn")
+    def on_retry(err: Any) -> None:
+        if err.classified()[1] == "empty_completion":
+            empty_retries[0] += 1
+
+    def finish(resp: Any) -> dict[str, Any]:
+        return apply_response(rt, st, resp, empty_retries[0])
+
+    submit_blocking(thread, request, finish, "agent turn", on_retry=on_retry)
     return None
 
 
-def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any]:
-    """The state after the model answered ``resp`` (see ``__agent_llm_turn``)."""
+def apply_response(
+    runtime: Any, st: dict[str, Any], resp: Any, empty_retries: int = 0
+) -> dict[str, Any]:
+    """The state after the model answered ``resp`` (see ``__agent_llm_turn``);
+    ``empty_retries``: the empty completions retried before this answer."""
     iteration = st["iteration"] + 1
     t = st["transcript"]
     if st["reminders"]:
@@ -446,6 +455,7 @@ def apply_response(runtime: Any, st: dict[str, Any], resp: Any) -> dict[str, Any
         reminders=[],
         model=resp.model,
         provider=resp.provider,
+        empty_completion_retries=st.get("empty_completion_retries", 0) + empty_retries,
         **fallback,
     )
 
@@ -979,7 +989,7 @@ def loop_result(runtime: Any, st: dict[str, Any]) -> dict[str, Any]:
             "events": len(st["transcript"]["events"]),
             "native_text_tool_fallbacks": st.get("native_fallbacks", 0),
             "native_text_tool_fallback_rejections": st.get("native_fallback_rejections", 0),
-            "empty_completion_retries": 0,
+            "empty_completion_retries": st.get("empty_completion_retries", 0),
         },
         "transcript": st["transcript"],
         "session_id": st["session_id"],

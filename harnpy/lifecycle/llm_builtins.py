@@ -23,12 +23,16 @@ from typing import Any
 
 from harnpy.lifecycle._common import arg, require_instruction_call, strip_harness, thrown
 from harnpy.lifecycle.services import services
+from harnpy.runtime.display import display
 from harnpy.runtime.errors import HarnError, HarnThrow
 from harnpy.runtime.scheduler import block_control
 from harnpy.stdlib.registry import builtin
 
 #: Default number of re-asks after a JSON/schema failure (Harn's ``schema_retries``).
 DEFAULT_SCHEMA_RETRIES = 1
+#: Default ``llm_retries`` of ``llm_call`` and its variants: none (Harn's raw ``llm_call`` is
+#: fail-fast; ``agent_loop`` profiles default to 2).
+DEFAULT_LLM_RETRIES = 0
 
 # Opening and closing tags of the blocks visible_text handles (group 1 is "/" for a close).
 _DONE_TAG = re.compile(r"<(/?)done>")
@@ -49,30 +53,101 @@ class Again:
 
 
 def llm_error_value(exc: Any) -> dict[str, Any]:
-    """The Harn value thrown for an :class:`~harnpy.llm.LlmError`: ``{category, message,
-    status?, retry_after_ms?}``."""
-    return exc.to_dict()  # type: ignore[no-any-return]
+    """The Harn value thrown for an :class:`~harnpy.llm.LlmError`: the error envelope
+    ``{kind, reason, category, message, retry_after_ms?, status?, provider, model}``
+    (:func:`harnpy.llm.errors.llm_error_envelope`)."""
+    return exc.envelope()  # type: ignore[no-any-return]
+
+
+def call_retries(request: Any) -> tuple[int, int]:
+    """``(retries, backoff_ms)`` of a request: ``llm_retries`` (default
+    :data:`DEFAULT_LLM_RETRIES`, Harn's fail-fast ``llm_call``; ``agent_loop`` profiles set
+    2) and ``llm_backoff_ms`` (default :data:`harnpy.llm.types.DEFAULT_BACKOFF_MS`)."""
+    from harnpy.llm.types import DEFAULT_BACKOFF_MS
+
+    retries = request.retries if request.retries is not None else DEFAULT_LLM_RETRIES
+    backoff = request.backoff_ms if request.backoff_ms is not None else DEFAULT_BACKOFF_MS
+    return retries, backoff
 
 
 def submit_blocking(
-    thread: Any, request: Any, finish: Callable[[Any], Any], describe: str = "llm call"
+    thread: Any,
+    request: Any,
+    finish: Callable[[Any], Any],
+    describe: str = "llm call",
+    on_retry: Callable[[Any], None] | None = None,
+    on_error: Callable[[dict[str, Any]], Any] | None = None,
 ) -> Any:
     """Start ``request`` on the LLM pool and block ``thread`` (inside a control builtin).
 
     When the response arrives, ``finish(response)`` runs on the scheduler's thread: its
     return value is delivered to the blocked call; an :class:`Again` re-submits its request
-    and keeps waiting; a raised :class:`HarnError` is thrown at the call. Provider failures
-    are thrown as ``{category, message}`` dicts. Returns the waker (its ``done`` flag set
-    by :func:`cancel_waker` drops a late answer).
+    and keeps waiting; a raised :class:`HarnError` is thrown at the call.
+
+    **Retries** (``llm_retries`` / ``llm_backoff_ms``, :func:`call_retries`): a transient
+    failure (``err.retryable``: 429, 5xx, timeouts, network, an empty completion, a mock
+    ``error`` entry of such a category or ``kind: "transient"``) is tried again up to
+    ``retries`` times, whichever provider answered — a real one or the mock. Retry ``n``
+    (0-based) waits ``backoff_ms * 2**n`` ms, or the server's ``retry_after_ms``
+    (:func:`harnpy.llm._retry.backoff_delay`), on a scheduler timer of the runtime clock:
+    the thread stays blocked as data, no pool thread sleeps, and a mock clock makes the wait
+    virtual. ``on_retry(err)`` is called for each retry (agent loops count empty
+    completions). The provider itself makes one attempt per submission.
+
+    The final failure is thrown as the error envelope (:func:`llm_error_value`; its message
+    gains `` (after N attempts)`` when retries happened). With ``on_error``, every failure
+    — the provider's, or a ``HarnThrow`` / ``LlmError`` raised by ``finish`` — is instead
+    turned into an envelope (:func:`harnpy.llm.errors.envelope_from_value`) and
+    ``on_error(envelope)`` is delivered as the call's value (the ``*_safe`` variants).
+    Returns the waker (its ``done`` flag set by :func:`cancel_waker` drops a late answer).
     """
     from harnpy.lifecycle.llm_session import preflight
     from harnpy.llm import LlmError
+    from harnpy.llm._retry import backoff_delay
+    from harnpy.llm.errors import envelope_from_value
 
     rt = thread.runtime
     preflight(rt, request)  # budgets (throws before anything is sent) and cost accounting
     svc = services(rt)
     waker = block_control(thread, describe)
     svc.inflight += 1
+    current = [request]
+    attempt = [0]
+
+    def fail(exc: HarnError) -> None:
+        if on_error is not None and isinstance(exc, HarnThrow):
+            req = current[0]
+            value = exc.value
+            if not isinstance(value, dict):
+                value = display(value)
+            waker.wake(on_error(envelope_from_value(value, provider=req.provider, model=req.model)))
+        else:
+            waker.fail(exc)
+
+    def submit() -> None:
+        rt.scheduler.on_future(svc.llm.submit(current[0], one_attempt=True), done)
+
+    def resubmit() -> None:
+        if waker.done:
+            svc.inflight -= 1
+            return
+        submit()
+
+    def failed(exc: Any) -> None:
+        retries, backoff_ms = call_retries(current[0])
+        n = attempt[0]
+        if exc.retryable and n < retries:
+            attempt[0] = n + 1
+            if on_retry is not None:
+                on_retry(exc)
+            delay_ms = backoff_delay(n, backoff_ms, exc.retry_after_s) * 1000.0
+            svc.inflight += 1  # the call stays in flight while it waits for its retry
+            rt.scheduler.at(rt.clock.monotonic_ms() + delay_ms, resubmit)
+            return
+        if n > 0:
+            exc.message = f"{exc.message} (after {n + 1} attempts)"
+            exc.args = (exc.message,)
+        fail(HarnThrow(llm_error_value(exc)))
 
     def done(fut: Any) -> None:
         svc.inflight -= 1
@@ -81,29 +156,43 @@ def submit_blocking(
         try:
             response = fut.result()
         except LlmError as exc:
-            waker.fail(HarnThrow(llm_error_value(exc)))
+            failed(exc)
             return
         except Exception as exc:  # noqa: BLE001 - never lose a waiting thread
-            waker.fail(HarnThrow({"category": "generic", "message": f"llm: {exc}"}))
+            fail(HarnThrow(error_envelope("generic", f"llm: {exc}", current[0])))
             return
         for listener in svc.llm_listeners:
             listener(response)
         try:
             out = finish(response)
         except HarnError as exc:
-            waker.fail(exc)
+            fail(exc)
             return
         except LlmError as exc:
-            waker.fail(HarnThrow(llm_error_value(exc)))
+            exc.provider = exc.provider or response.provider
+            exc.model = exc.model or response.model
+            fail(HarnThrow(llm_error_value(exc)))
             return
         if isinstance(out, Again):
             svc.inflight += 1
-            rt.scheduler.on_future(svc.llm.submit(out.request), done)
+            current[0] = out.request
+            attempt[0] = 0  # a re-ask is a new call with its own retry budget
+            submit()
             return
         waker.wake(out)
 
-    rt.scheduler.on_future(svc.llm.submit(request), done)
+    submit()
     return waker
+
+
+def error_envelope(category: str, message: str, request: Any = None, **extra: Any) -> Any:
+    """:func:`harnpy.llm.errors.llm_error_envelope` for a failure of ``request`` (its
+    provider and model; None before a request exists), e.g. a schema failure."""
+    from harnpy.llm.errors import llm_error_envelope
+
+    provider = getattr(request, "provider", None)
+    model = getattr(request, "model", None)
+    return llm_error_envelope(category, message, provider=provider, model=model, **extra)
 
 
 def message_cache(rt: Any) -> Any:
@@ -172,8 +261,9 @@ def _strip_blocks(text: str, tag: re.Pattern[str]) -> str:
 
 def visible_text(text: str) -> str:
     """The human-visible part of a model answer: ``<think>``, ``<tool_call>`` and ``<done>``
-    blocks removed, ``<assistant_prose>`` unwrapped, the bare ``##DONE##`` sentinel dropped,
-    trimmed."""
+    blocks removed, ``<assistant_prose>`` unwrapped, trimmed. A bare ``##DONE##`` sentinel
+    outside a ``<done>`` block stays: it is part of the answer's text, as in Harn (the
+    conformance case ``agent_loop_llm_retries_default``)."""
     if not text:
         return ""
     out = _strip_blocks(text, _THINK_TAG)
@@ -182,7 +272,6 @@ def visible_text(text: str) -> str:
     prose = _blocks(out, _PROSE_TAG)
     if prose:
         out = "\n".join(out[i:j].strip() for _, _, i, j in prose)
-    out = out.replace("##DONE##", "")
     return out.strip()
 
 
@@ -320,24 +409,28 @@ def _retry_request(request: Any, resp: Any, problems: list[str]) -> Any:
     return attrs.evolve(request, messages=messages)
 
 
-@builtin("llm_call", control=True)
-def llm_call(thread: Any, *args: Any) -> Any:
-    """``llm_call(prompt, system?, options?)`` (also ``llm_call(harness, ...)``): one model
-    request; returns the result dict described in the module docstring.
+def start_llm_call(
+    thread: Any,
+    args: tuple[Any, ...],
+    where: str = "llm_call",
+    wrap: Callable[[dict[str, Any]], Any] | None = None,
+    on_error: Callable[[dict[str, Any]], Any] | None = None,
+) -> None:
+    """Build and submit the request of ``llm_call(prompt, system?, options?)`` (``args``
+    with any harness stripped) and block ``thread`` until the answer: the result dict of
+    the module docstring, passed through ``wrap`` when given; failures go to ``on_error``
+    when given (see :func:`submit_blocking`), else are thrown.
 
-    Blocks only the calling thread. Throws ``{category, message}`` for provider failures
-    (``HARN_LLM_CALLS_DISABLED=1`` gives category ``disabled``) and
-    ``{category: "schema_validation", message, errors}`` when a JSON answer stays invalid.
+    Raises:
+        HarnThrow: the error envelope of a malformed option (before any request).
     """
-    require_instruction_call(thread, "llm_call")
-    args = strip_harness(args)
     prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
     from harnpy.lifecycle import experiments
 
     if experiments.wants_experiment(options):  # rewritten in Harn code, then called again
         experiments.start(thread, prompt, system, options)
         return None
-    request = build(prompt, system, options, cache=message_cache(thread.runtime))
+    request = build(prompt, system, options, where=where, cache=message_cache(thread.runtime))
     opts = options or {}
     wants_json, schema = _json_wanted(opts)
     retries = opts.get("schema_retries")
@@ -345,10 +438,9 @@ def llm_call(thread: Any, *args: Any) -> Any:
         retries = DEFAULT_SCHEMA_RETRIES
     elif type(retries) is not int or retries < 0:
         raise HarnThrow(
-            {
-                "category": "config",
-                "message": "llm_call: option `schema_retries` must be a non-negative int",
-            }
+            error_envelope(
+                "config", f"{where}: option `schema_retries` must be a non-negative int", request
+            )
         )
     left = [retries]
     current = [request]
@@ -357,29 +449,76 @@ def llm_call(thread: Any, *args: Any) -> Any:
         req = current[0]
         out = result_dict(resp, req)
         if not wants_json:
-            return out
+            return out if wrap is None else wrap(out)
         ok, data, problem = parse_json_answer(resp.text)
         problems = [problem] if not ok else []
         if ok and schema is not None:
             problems = schema_issues(data, schema)
         if not problems:
             out["data"] = data
-            return out
+            return out if wrap is None else wrap(out)
         if left[0] > 0:
             left[0] -= 1
             current[0] = _retry_request(req, resp, problems)
             return Again(current[0])
         raise HarnThrow(
-            {
-                "category": "schema_validation",
-                "message": "llm_call: the model's answer does not match the requested "
-                "output: " + "; ".join(problems[:5]),
-                "errors": problems,
-                "text": resp.text,
-            }
+            error_envelope(
+                "schema_validation",
+                f"{where}: the model's answer does not match the requested output: "
+                + "; ".join(problems[:5]),
+                resp,
+                errors=problems,
+                text=resp.text,
+            )
         )
 
-    submit_blocking(thread, request, finish)
+    submit_blocking(thread, request, finish, on_error=on_error)
+
+
+@builtin("llm_call", control=True)
+def llm_call(thread: Any, *args: Any) -> Any:
+    """``llm_call(prompt, system?, options?)`` (also ``llm_call(harness, ...)``): one model
+    request; returns the result dict described in the module docstring.
+
+    Blocks only the calling thread. ``llm_retries`` (default 0) / ``llm_backoff_ms``
+    (default 250) retry transient failures (429, 5xx, timeouts, network, a mock ``error``
+    entry of such a category), from a real provider or the mock. A failure throws Harn's
+    error envelope ``{kind: "transient"|"terminal", reason, category, message,
+    retry_after_ms?, status?, provider, model}`` (``HARN_LLM_CALLS_DISABLED=1`` gives
+    category ``disabled``); a JSON answer that stays invalid throws category
+    ``schema_validation`` with ``errors`` and ``text``.
+    """
+    require_instruction_call(thread, "llm_call")
+    start_llm_call(thread, strip_harness(args))
+    return None
+
+
+def _safe_ok(out: dict[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "response": out, "error": None}
+
+
+def _safe_error(envelope: dict[str, Any]) -> dict[str, Any]:
+    return {"ok": False, "response": None, "error": envelope}
+
+
+@builtin("llm_call_safe", control=True)
+def llm_call_safe(thread: Any, *args: Any) -> Any:
+    """``llm_call_safe(prompt, system?, options?)``: ``llm_call`` that never throws
+    (Harn ``llm/llm_call.md``). Returns ``{ok: true, response: <llm_call result>, error:
+    nil}``, or ``{ok: false, response: nil, error: <envelope>}`` where the envelope is what
+    ``llm_call`` would have thrown: ``{kind, reason, category, message, retry_after_ms?,
+    provider, model}`` — for a provider failure (after ``llm_retries``), a mock ``error``
+    entry, an invalid option or an answer that fails its ``output_schema``.
+    """
+    from harnpy.llm.errors import envelope_from_value
+
+    require_instruction_call(thread, "llm_call_safe")
+    args = strip_harness(args)
+    try:
+        start_llm_call(thread, args, "llm_call_safe", wrap=_safe_ok, on_error=_safe_error)
+    except HarnThrow as exc:
+        value = exc.value if isinstance(exc.value, dict) else display(exc.value)
+        return _safe_error(envelope_from_value(value))
     return None
 
 

@@ -143,12 +143,15 @@ class RemoteProvider:
                 raise self._translate(exc, request, settings) from None
             return self._decode(body, settings)
 
-        return call_with_retries(
-            attempt,
-            retries=request.effective_retries,
-            backoff_ms=request.effective_backoff_ms,
-            sleep=self._sleep,
-        )
+        try:
+            return call_with_retries(
+                attempt,
+                retries=request.effective_retries,
+                backoff_ms=request.effective_backoff_ms,
+                sleep=self._sleep,
+            )
+        except LlmError as err:
+            raise err.tag(self.name, settings.model) from None
 
     def close(self) -> None:
         """Close cached SDK clients (their HTTP connection pools)."""

@@ -7,6 +7,15 @@ vocabulary where one exists (``rate_limit``, ``overloaded``, ``timeout``, ``auth
 ``server_error``, ``transient_network``, ``not_found``, ``generic``) and add the ones this
 layer needs (``bad_request``, ``malformed_response``, ``disabled``, ``config``,
 ``mock_unmatched``). Mock entries may carry any category string; it is passed through.
+
+**The error envelope.** What a Harn script catches from ``llm_call`` (and finds in the
+``error`` of ``llm_call_safe`` and of every structured/safe variant) is the dict built by
+:func:`llm_error_envelope` — Harn's shape ``{kind, reason, category, message,
+retry_after_ms?, provider, model}`` (plus ``status`` when an HTTP status is known, and any
+extra fields the caller adds, e.g. a budget's ``projected_cost_usd``). ``kind`` is
+``"transient"`` (trying again may succeed: the retry loop retries exactly these) or
+``"terminal"``; ``reason`` is the coarse cause (:func:`classify`). Build every such dict with
+that one function (or :meth:`LlmError.envelope`), never by hand.
 """
 
 from __future__ import annotations
@@ -29,8 +38,154 @@ CONFIG = "config"
 MOCK_UNMATCHED = "mock_unmatched"
 GENERIC = "generic"
 
+BUDGET_EXCEEDED = "budget_exceeded"
+SCHEMA_VALIDATION = "schema_validation"
+
 #: Categories our retry loop treats as transient (429, 5xx, timeouts, connection failures).
 RETRYABLE_CATEGORIES = frozenset({RATE_LIMIT, OVERLOADED, TIMEOUT, TRANSIENT_NETWORK, SERVER_ERROR})
+
+#: ``kind`` of an envelope: trying again may succeed / will fail the same way.
+TRANSIENT = "transient"
+TERMINAL = "terminal"
+
+#: ``reason`` of the categories whose reason is not the category's own name.
+_REASONS = {
+    OVERLOADED: "server_error",
+    TRANSIENT_NETWORK: "network",
+    BAD_REQUEST: "invalid_request",
+    GENERIC: "unknown",
+}
+#: Categories that are their own reason (any other category string: reason ``unknown``).
+_SELF_REASONS = frozenset(
+    {
+        RATE_LIMIT,
+        SERVER_ERROR,
+        TIMEOUT,
+        AUTH,
+        NOT_FOUND,
+        MALFORMED_RESPONSE,
+        DISABLED,
+        CONFIG,
+        MOCK_UNMATCHED,
+        BUDGET_EXCEEDED,
+        SCHEMA_VALIDATION,
+        "cancelled",
+        "circuit_open",
+    }
+)
+
+#: The phrase of an empty completion (a provider that reported output tokens but sent no
+#: text, reasoning or tool calls): a transient ``server_error`` with reason
+#: ``empty_completion``, which agent loops count in ``trace.empty_completion_retries``.
+EMPTY_COMPLETION_PHRASE = "delivered no content"
+EMPTY_COMPLETION = "empty_completion"
+_CONTEXT_OVERFLOW_PHRASES = (
+    "context length",
+    "context_length_exceeded",
+    "prompt is too long",
+    "maximum context",
+    "context window",
+)
+
+
+def classify(category: str, message: str = "") -> tuple[str, str]:
+    """``(kind, reason)`` of a failure of ``category`` with ``message``.
+
+    ``kind`` is ``"transient"`` for :data:`RETRYABLE_CATEGORIES`, else ``"terminal"``.
+    ``reason``: ``rate_limit``; ``server_error`` (``server_error`` and ``overloaded``; an
+    empty completion, see :data:`EMPTY_COMPLETION_PHRASE`, is ``empty_completion``);
+    ``timeout``; ``network`` (``transient_network``); ``auth``; ``not_found``;
+    ``invalid_request`` (``bad_request``; a prompt over the context window is
+    ``context_overflow``); ``budget_exceeded``, ``schema_validation``, ``config``,
+    ``disabled``, ``malformed_response``, ``mock_unmatched``, ``cancelled`` as themselves;
+    ``unknown`` for anything else (``generic``, unknown mock categories).
+    """
+    kind = TRANSIENT if category in RETRYABLE_CATEGORIES else TERMINAL
+    lowered = message.lower()
+    if category in (SERVER_ERROR, OVERLOADED) and EMPTY_COMPLETION_PHRASE in lowered:
+        return kind, EMPTY_COMPLETION
+    if category == BAD_REQUEST and any(p in lowered for p in _CONTEXT_OVERFLOW_PHRASES):
+        return kind, "context_overflow"
+    if category in _REASONS:
+        return kind, _REASONS[category]
+    return kind, category if category in _SELF_REASONS else "unknown"
+
+
+def llm_error_envelope(
+    category: str,
+    message: str,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    retry_after_ms: int | None = None,
+    status: int | None = None,
+    kind: str | None = None,
+    reason: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The Harn value of a failed LLM call: ``{kind, reason, category, message,
+    retry_after_ms?, status?, provider, model, **extra}``.
+
+    This is the one builder of the dict ``llm_call`` throws, ``llm_call_safe`` returns in
+    ``error``, and every structured/safe variant reuses (Harn ``llm/llm_call.md``).
+    ``kind`` and ``reason`` default to :func:`classify` of ``category`` and ``message``;
+    ``retry_after_ms`` and ``status`` are left out when None (a script tests
+    ``e.retry_after_ms == nil``); ``provider`` and ``model`` are always present (nil when
+    the call failed before a provider was chosen). ``extra`` fields (e.g. a budget's
+    ``limit``, ``projected_cost_usd``; a schema failure's ``errors``) come last and never
+    replace the standard ones.
+    """
+    k, r = classify(category, message)
+    out: dict[str, Any] = {
+        "kind": kind or k,
+        "reason": reason or r,
+        "category": category,
+        "message": message,
+    }
+    if retry_after_ms is not None:
+        out["retry_after_ms"] = retry_after_ms
+    if status is not None:
+        out["status"] = status
+    out["provider"] = provider
+    out["model"] = model
+    for key, value in extra.items():
+        out.setdefault(key, value)
+    return out
+
+
+def envelope_from_value(
+    value: Any, *, provider: str | None = None, model: str | None = None
+) -> dict[str, Any]:
+    """The error envelope for any caught error value (a Harn thrown value).
+
+    A dict with a ``category`` (e.g. an envelope already, or an older ``{category,
+    message}`` dict) keeps its fields and gets the missing ``kind`` / ``reason`` /
+    ``provider`` / ``model``; any other value becomes category ``generic`` with its text as
+    the message (``str(value)``; pass Harn's display text for non-strings).
+    """
+    if isinstance(value, dict) and isinstance(value.get("category"), str):
+        fields = {k: v for k, v in value.items() if isinstance(k, str)}
+        category = fields.pop("category")
+        message = fields.pop("message", "")
+        message = message if isinstance(message, str) else str(message)
+        kind = fields.pop("kind", None)
+        reason = fields.pop("reason", None)
+        retry = fields.pop("retry_after_ms", None)
+        status = fields.pop("status", None)
+        prov = fields.pop("provider", None) or provider
+        mod = fields.pop("model", None) or model
+        return llm_error_envelope(
+            category,
+            message,
+            provider=prov,
+            model=mod,
+            retry_after_ms=retry,
+            status=status,
+            kind=kind if isinstance(kind, str) else None,
+            reason=reason if isinstance(reason, str) else None,
+            **fields,
+        )
+    return llm_error_envelope(GENERIC, str(value), provider=provider, model=model)
 
 
 class LlmError(Exception):
@@ -42,6 +197,10 @@ class LlmError(Exception):
             ``openai: OPENAI_API_KEY is not set (needed for model gpt-4o)``.
         status: HTTP status code when the failure came from an HTTP answer, else None.
         retry_after_s: server-requested delay in seconds (``Retry-After``), else None.
+        kind, reason: explicit envelope ``kind`` / ``reason`` (a mock entry may script
+            them); None: :func:`classify` decides.
+        provider, model: the provider and model the failed request went to (the host fills
+            them in when the provider did not), else None.
     """
 
     def __init__(
@@ -51,26 +210,64 @@ class LlmError(Exception):
         status: int | None = None,
         *,
         retry_after_s: float | None = None,
+        kind: str | None = None,
+        reason: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
     ) -> None:
         super().__init__(message)
         self.category = category
         self.message = message
         self.status = status
         self.retry_after_s = retry_after_s
+        self.kind = kind
+        self.reason = reason
+        self.provider = provider
+        self.model = model
 
     @property
     def retryable(self) -> bool:
-        """True when our retry loop may try again (see ``RETRYABLE_CATEGORIES``)."""
+        """True when a retry may succeed: the envelope's ``kind`` is ``"transient"`` (by
+        default the categories of ``RETRYABLE_CATEGORIES``)."""
+        if self.kind is not None:
+            return self.kind == TRANSIENT
         return self.category in RETRYABLE_CATEGORIES
 
+    def tag(self, provider: str | None, model: str | None) -> LlmError:
+        """Fill ``provider`` / ``model`` where still unset; returns self."""
+        if self.provider is None:
+            self.provider = provider
+        if self.model is None:
+            self.model = model
+        return self
+
+    def classified(self) -> tuple[str, str]:
+        """``(kind, reason)`` of the envelope: the explicit ones, else :func:`classify`."""
+        kind, reason = classify(self.category, self.message)
+        return self.kind or kind, self.reason or reason
+
+    @property
+    def retry_after_ms(self) -> int | None:
+        """``retry_after_s`` in whole milliseconds, or None."""
+        return None if self.retry_after_s is None else int(round(self.retry_after_s * 1000))
+
+    def envelope(self, **extra: Any) -> dict[str, Any]:
+        """This failure as the Harn error envelope (:func:`llm_error_envelope`)."""
+        return llm_error_envelope(
+            self.category,
+            self.message,
+            provider=self.provider,
+            model=self.model,
+            retry_after_ms=self.retry_after_ms,
+            status=self.status,
+            kind=self.kind,
+            reason=self.reason,
+            **extra,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for a Harn thrown value: ``{category, message, status?, retry_after_ms?}``."""
-        out: dict[str, Any] = {"category": self.category, "message": self.message}
-        if self.status is not None:
-            out["status"] = self.status
-        if self.retry_after_s is not None:
-            out["retry_after_ms"] = int(round(self.retry_after_s * 1000))
-        return out
+        """Plain dict for a Harn thrown value: the envelope (see :meth:`envelope`)."""
+        return self.envelope()
 
     def __str__(self) -> str:
         return self.message

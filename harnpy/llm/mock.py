@@ -30,8 +30,9 @@ Selection for each call, exactly as Harn's ``crates/harn-vm/src/llm/mock.rs``:
    * an ``llm_completion`` request (``request.completion``): the text ``Mock completion
      after <len(prefix)> chars before <len(suffix)> chars``.
 
-An entry with ``error: {category, message, status?, retry_after_ms?}`` raises
-``LlmError(category, message, status)`` instead of answering. A scripted entry's defaults: input tokens = UTF-8 byte length of the match
+An entry with ``error: {category?, message, status?, retry_after_ms?, kind?, reason?}``
+raises ``LlmError(category, message, status)`` instead of answering (see
+:class:`MockError`). A scripted entry's defaults: input tokens = UTF-8 byte length of the match
 text, output tokens 30, tool call ids ``mock_call_<k>`` (k = position in the entry) unless
 given, model = entry model, else the request model, else ``"mock"``.
 
@@ -47,11 +48,19 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import attrs
 
-from harnpy.llm.errors import CONFIG, DISABLED, MOCK_UNMATCHED, LlmError, type_name
+from harnpy.llm.errors import (
+    CONFIG,
+    DISABLED,
+    GENERIC,
+    MOCK_UNMATCHED,
+    LlmError,
+    category_for_status,
+    type_name,
+)
 from harnpy.llm.mock_log import CallLog, collect_strings
 from harnpy.llm.types import (
     LlmRequest,
@@ -78,12 +87,33 @@ _PLACEHOLDERS: dict[str, Any] = {
 @attrs.define
 class MockError:
     """``error`` of a mock entry: the categorized failure to raise (``status``: the HTTP
-    status a recorded provider failure came with)."""
+    status a recorded provider failure came with; ``kind`` / ``reason``: the envelope's,
+    when scripted — Harn's ``{status: 503, kind: "transient", reason: "..."}`` form).
 
-    category: str = "generic"
+    Without ``category`` the category comes from ``status`` (429 ``rate_limit``, 503
+    ``overloaded``...), else ``generic``."""
+
+    category: str | None = None
     message: str = "mock error"
     retry_after_ms: int | None = None
     status: int | None = None
+    kind: Literal["transient", "terminal"] | None = None
+    reason: str | None = None
+
+    def to_llm_error(self) -> LlmError:
+        """The :class:`LlmError` this entry raises."""
+        category = self.category
+        if category is None:
+            category = category_for_status(self.status) if self.status is not None else GENERIC
+        retry = self.retry_after_ms
+        return LlmError(
+            category,
+            self.message,
+            self.status,
+            retry_after_s=None if retry is None else retry / 1000.0,
+            kind=self.kind,
+            reason=self.reason,
+        )
 
 
 @shape(forbid_extra=True)
@@ -337,8 +367,36 @@ class MockProvider:
             LlmError: the category of a scripted ``error`` entry, or ``mock_unmatched`` when
                 a ``--llm-mock`` fixture is loaded and nothing matched.
         """
+        response = self._complete(request, intercept=False)
+        assert response is not None
+        return response
+
+    def intercept(self, request: LlmRequest) -> LlmResponse | None:
+        """Answer a call meant for a real provider when a queued ``llm_mock`` entry answers
+        it (Harn's mock intercepts every provider while entries are queued): a FIFO entry,
+        or a pattern entry whose glob matches. Returns None — recording nothing — when no
+        entry answers; the real provider then serves the call. The answer's ``provider`` is
+        the entry's, else the request's.
+
+        Raises:
+            LlmError: the category of a scripted ``error`` entry.
+        """
+        return self._complete(request, intercept=True)
+
+    def _answers(self, request: LlmRequest) -> bool:
+        """Whether a queued entry would answer ``request`` (the lock is held)."""
+        if not self._queue:
+            return False
+        if any(e.match is None for e in self._queue):
+            return True
+        text = match_text([m.to_wire() for m in request.messages])
+        return any(e.match is not None and glob_match(e.match, text) for e in self._queue)
+
+    def _complete(self, request: LlmRequest, *, intercept: bool) -> LlmResponse | None:
         tools = request.native_tools()
         with self._lock:
+            if intercept and not self._answers(request):
+                return None
             messages, texts = self._calls.record(
                 request.messages,
                 request.system,
@@ -383,13 +441,8 @@ def _take(entries: list[MockEntry], text: Callable[[], str]) -> MockEntry | None
 
 def _scripted(entry: MockEntry, request: LlmRequest, text: Callable[[], str]) -> LlmResponse:
     if entry.error is not None:
-        retry = entry.error.retry_after_ms
-        raise LlmError(
-            entry.error.category,
-            entry.error.message,
-            entry.error.status,
-            retry_after_s=None if retry is None else retry / 1000.0,
-        )
+        # a recorded failure names the provider and model it came from
+        raise entry.error.to_llm_error().tag(entry.provider, entry.model)
     calls = [
         ToolCall(
             id=tc.id if tc.id and tc.id.strip() else f"mock_call_{k}",
@@ -411,7 +464,7 @@ def _scripted(entry: MockEntry, request: LlmRequest, text: Callable[[], str]) ->
         ),
         stop_reason=entry.stop_reason,
         model=entry.model or request.model or "mock",
-        provider=entry.provider or "mock",
+        provider=entry.provider or request.provider or "mock",
         raw_thinking=entry.thinking,
         thinking_summary=entry.thinking_summary,
     )
@@ -481,14 +534,18 @@ def entry_from_response(response: LlmResponse) -> MockEntry:
 def entry_from_error(error: LlmError) -> MockEntry:
     """The fixture entry that replays a provider failure as ``error: {category, message,
     status?, retry_after_ms?}``."""
-    retry = None if error.retry_after_s is None else int(round(error.retry_after_s * 1000))
+    kind = error.kind if error.kind in ("transient", "terminal") else None
     return MockEntry(
         error=MockError(
             category=error.category,
             message=error.message,
-            retry_after_ms=retry,
+            retry_after_ms=error.retry_after_ms,
             status=error.status,
-        )
+            kind=kind,  # type: ignore[arg-type]
+            reason=error.reason,
+        ),
+        provider=error.provider,
+        model=error.model,
     )
 
 
@@ -549,6 +606,7 @@ class RecordingProvider:
             response: LlmResponse = self.inner.complete(request)
         except LlmError as err:
             if err.category not in (CONFIG, DISABLED):
+                err.tag(request.provider, request.model)
                 self.recorder.write(entry_from_error(err))
             raise
         self.recorder.write(entry_from_response(response))

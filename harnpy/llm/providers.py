@@ -4,6 +4,13 @@
 (for ``llm_mock*`` builtins), creates real providers lazily (SDKs load on first use), routes
 each request (``harnpy.llm.routing``), applies ``--llm-mock`` / ``--llm-mock-record`` and
 runs calls on an :class:`LlmPool` for concurrent workers.
+
+While ``llm_mock`` entries are queued, the mock answers a call routed to *any* provider
+(Harn's mock intercepts ``openai``/``anthropic``... too): a queued FIFO entry, or a pattern
+entry that matches, answers it; with nothing that answers, the real provider does
+(:meth:`MockProvider.intercept`). Every :class:`LlmError` leaving the host names the
+provider and model the request was routed to (``err.provider`` / ``err.model``), so the
+error envelope can carry them.
 """
 
 from __future__ import annotations
@@ -63,6 +70,37 @@ def make_provider(
     from harnpy.llm.openai_provider import OpenAIProvider
 
     return OpenAIProvider(key, env=env, sleep=sleep)
+
+
+class _HostCall:
+    """One routed call as the pool runs it: the mock's interception first (for a real
+    provider), then the provider; failures are tagged with the provider and model."""
+
+    def __init__(self, host: LlmHost, provider: Provider, intercept: bool) -> None:
+        self.host = host
+        self.provider = provider
+        self.intercept = intercept
+        self.name = provider.name
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        """Answer ``request`` (see :meth:`LlmHost.complete`)."""
+        try:
+            if self.intercept:
+                answer = self.host.mock.intercept(request)
+                if answer is not None:
+                    return answer
+            return self.provider.complete(request)
+        except LlmError as err:
+            tag_error(err, request)
+            raise
+
+
+def tag_error(err: LlmError, request: LlmRequest) -> LlmError:
+    """Fill ``err.provider`` / ``err.model`` from the routed ``request`` where the provider
+    left them unset (the mock's model defaults to ``"mock"``, as its answers' do)."""
+    return err.tag(
+        request.provider, request.model or ("mock" if request.provider == "mock" else None)
+    )
 
 
 class LlmHost:
@@ -137,35 +175,50 @@ class LlmHost:
         routed = attrs.evolve(request, provider=route.provider, model=route.model)
         return self.provider(route.provider), routed
 
+    def _call(self, provider: Provider) -> _HostCall:
+        return _HostCall(self, provider, intercept=provider is not self.mock)
+
     def complete(self, request: LlmRequest) -> LlmResponse:
-        """Route and answer ``request`` on the calling thread.
+        """Route and answer ``request`` on the calling thread (a queued ``llm_mock`` entry
+        answers a call for any provider, see the module docstring).
 
         Raises:
-            LlmError: any failure (routing, provider, mock error entries).
+            LlmError: any failure (routing, provider, mock error entries), tagged with the
+                routed provider and model.
         """
-        provider, routed = self.route(request)
-        return provider.complete(routed)
+        try:
+            provider, routed = self.route(request)
+        except LlmError as err:
+            raise tag_error(err, request) from None
+        return self._call(provider).complete(routed)
 
-    def submit(self, request: LlmRequest) -> Future[LlmResponse]:
-        """Route ``request`` and run it on the pool; routing errors land in the future."""
+    def submit(self, request: LlmRequest, *, one_attempt: bool = False) -> Future[LlmResponse]:
+        """Route ``request`` and run it on the pool; routing errors land in the future.
+
+        ``one_attempt``: the provider makes exactly one attempt (``retries=0``) because the
+        caller runs the retry loop itself (the interpreter retries on scheduler timers, so
+        a backoff never holds a pool thread and a mock answer is retried like a real one).
+        """
         try:
             provider, routed = self.route(request)
         except LlmError as err:
             failed: Future[LlmResponse] = Future()
-            failed.set_exception(err)
+            failed.set_exception(tag_error(err, request))
             return failed
         try:
             name = routed.provider or provider.name
             limit = concurrency_limit(self.env, name, self._max_workers)
         except LlmError as err:
             bad: Future[LlmResponse] = Future()
-            bad.set_exception(err)
+            bad.set_exception(tag_error(err, routed))
             return bad
+        if one_attempt and routed.retries != 0:
+            routed = attrs.evolve(routed, retries=0)
         with self._lock:
             if self._pool is None:
                 self._pool = LlmPool(self._max_workers)
             pool = self._pool
-        return pool.submit(provider, routed, limit=limit)
+        return pool.submit(self._call(provider), routed, limit=limit)
 
     def close(self) -> None:
         """Wait for running calls, close SDK clients and the recording file."""

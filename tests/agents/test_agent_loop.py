@@ -95,7 +95,8 @@ pipeline main() {
     )
     got = lines(out)
     assert got[0] == "done 3"
-    assert got[1:4] == ["working on it", "still working", "Here it is."]
+    # visible_text keeps a bare sentinel (Harn: agent_loop_llm_retries_default)
+    assert got[1:4] == ["working on it", "still working", "Here it is. ##DONE##"]
     assert got[4].startswith("user: You have not signalled completion yet.")
     assert "##DONE##" in got[4]
 
@@ -137,7 +138,7 @@ def test_provider_error_ends_the_loop_with_its_error(run_harn: RunHarn) -> None:
 pipeline main() {
   llm_mock({text: "first"})
   llm_mock({error: {category: "overloaded", message: "busy"}})
-  let r = agent_loop("t", nil, {provider: "mock", loop_until_done: true})
+  let r = agent_loop("t", nil, {provider: "mock", loop_until_done: true, llm_retries: 0})
   println(r.status + " " + r.error.category + " " + r.error.message + " " + to_string(r.iterations))
   let d = agent_loop("t", nil, {provider: "openai", model: "gpt-4o"})
   println(d.status + " " + d.error.category)

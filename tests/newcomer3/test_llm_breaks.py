@@ -293,7 +293,8 @@ def test_m9_agent_loop_provider_failure_reports_provider_error() -> None:
     # the reference; this test pins that behaviour.
     out = run(
         'llm_mock({error: {category: "rate_limit", message: "slow down"}})\n'
-        'let r = agent_loop("go", nil, {provider: "mock"})\n'
+        # llm_retries: 0, else agent_loop's default 2 retries would retry the mock's error
+        'let r = agent_loop("go", nil, {provider: "mock", llm_retries: 0})\n'
         "println(r.status)\nprintln(r.error.category)\nprintln(r.error.message)\n"
     )
     # stderr shares the sink: the root loop's failure is said once there (issue 14 §2)

@@ -1,0 +1,225 @@
+"""``llm_retries`` / ``llm_backoff_ms`` end to end, mock interception of real providers and
+``llm_call_safe`` (Harn ``llm/llm_call.md``), run in-process on a fresh runtime."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fake_llm_server import CHAT_PATH, FakeLlmServer, Reply, openai_text
+
+from harnpy.runtime.runtime import Runtime
+from tests.conftest import snapshot_everywhere_mode
+
+
+def run(source: str) -> list[str]:
+    """Run ``source`` on a fresh runtime; its output lines (stderr notes dropped)."""
+    out: list[str] = []
+    rt = Runtime(stdout=out.append, stderr=out.append)
+    rt.run_module(rt.load_main("<test>", source))
+    text = "".join(out).rstrip("\n")
+    return [x for x in text.split("\n") if not x.startswith("harnpy: ")] if text else []
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARN_LLM_CALLS_DISABLED", "1")
+    monkeypatch.delenv("HARN_LLM_PROVIDER", raising=False)
+    if not snapshot_everywhere_mode():
+        monkeypatch.delenv("HARNPY_SNAPSHOT_EVERYWHERE", raising=False)
+
+
+def test_llm_retries_retry_transient_mock_errors() -> None:
+    got = run(
+        """
+llm_mock({error: {category: "rate_limit", message: "429 one"}})
+llm_mock({error: {category: "server_error", message: "500 two"}})
+llm_mock({text: "third time"})
+let r = llm_call("hi", nil, {provider: "mock", llm_retries: 2, llm_backoff_ms: 0})
+println(r.text)
+println(len(llm_mock_calls()))
+"""
+    )
+    assert got == ["third time", "3"]
+
+
+def test_llm_call_is_fail_fast_by_default() -> None:
+    got = run(
+        """
+llm_mock({error: {category: "rate_limit", message: "429 once"}})
+llm_mock({text: "not reached by the first call"})
+let r = try { llm_call("hi", nil, {provider: "mock"}) }
+println(unwrap_err(r).message)
+println(len(llm_mock_calls()))
+println(llm_call("again", nil, {provider: "mock"}).text)
+"""
+    )
+    assert got == ["429 once", "1", "not reached by the first call"]
+
+
+def test_terminal_errors_are_not_retried_and_exhausted_retries_say_so() -> None:
+    got = run(
+        """
+llm_mock({error: {category: "auth", message: "401 bad key"}})
+llm_mock({text: "unused"})
+let a = unwrap_err(try { llm_call("x", nil, {provider: "mock", llm_retries: 3, llm_backoff_ms: 0}) })
+println(a.kind + " " + a.message + " " + to_string(len(llm_mock_calls())))
+llm_mock_clear()
+llm_mock({error: {category: "overloaded", message: "529 busy"}})
+llm_mock({error: {category: "overloaded", message: "529 busy"}})
+let b = unwrap_err(try { llm_call("x", nil, {provider: "mock", llm_retries: 1, llm_backoff_ms: 0}) })
+println(b.kind + " " + b.reason + " " + b.message)
+"""
+    )
+    assert got == ["terminal 401 bad key 1", "transient server_error 529 busy (after 2 attempts)"]
+
+
+def test_a_scripted_kind_decides_whether_a_mock_error_is_retried() -> None:
+    got = run(
+        """
+llm_mock({error: {status: 503, kind: "transient", reason: "upstream_unavailable"}})
+llm_mock({error: {category: "rate_limit", message: "quota gone", kind: "terminal"}})
+let e = unwrap_err(try { llm_call("x", nil, {provider: "mock", llm_retries: 2, llm_backoff_ms: 0}) })
+println(e.category + " " + e.kind + " " + e.message)
+println(len(llm_mock_calls()))
+"""
+    )
+    assert got == ["rate_limit terminal quota gone (after 2 attempts)", "2"]
+
+
+def test_backoff_waits_on_the_runtime_clock() -> None:
+    # under mock_time the waits are virtual: the exponential backoff (100 + 200 ms) and a
+    # server's retry_after_ms (2500 ms) advance the runtime's monotonic clock, not real time
+    started = time.monotonic()
+    got = run(
+        """
+mock_time(1000)
+let t0 = monotonic_ms()
+llm_mock({error: {category: "timeout", message: "slow"}})
+llm_mock({error: {category: "timeout", message: "slow"}})
+llm_mock({text: "ok"})
+llm_call("x", nil, {provider: "mock", llm_retries: 2, llm_backoff_ms: 100})
+println(monotonic_ms() - t0)
+llm_mock({error: {category: "rate_limit", message: "429", retry_after_ms: 2500}})
+llm_mock({text: "ok"})
+let t1 = monotonic_ms()
+llm_call("x", nil, {provider: "mock", llm_retries: 1, llm_backoff_ms: 1})
+println(monotonic_ms() - t1)
+"""
+    )
+    assert got == ["300", "2500"]
+    assert time.monotonic() - started < 2.0
+
+
+def test_a_queued_mock_answers_a_call_for_any_provider() -> None:
+    got = run(
+        """
+llm_mock({text: "intercepted"})
+let r = llm_call("hi", nil, {provider: "openai", model: "gpt-4o"})
+println(r.text + " " + r.provider + " " + r.model)
+println(len(llm_mock_calls()))
+let e = unwrap_err(try { llm_call("hi", nil, {provider: "anthropic"}) })
+println(e.category + " " + e.provider)
+"""
+    )
+    # with the queue empty the real provider is used (here: disabled, so no network)
+    assert got == ["intercepted openai gpt-4o", "1", "disabled anthropic"]
+
+
+def test_an_unmatched_pattern_entry_leaves_the_call_to_the_real_provider() -> None:
+    got = run(
+        """
+llm_mock({text: "for plans only", match: "*plan*"})
+let e = unwrap_err(try { llm_call("write code", nil, {provider: "openai", model: "gpt-4o"}) })
+println(e.category)
+println(len(llm_mock_calls()))
+println(llm_call("make a plan", nil, {provider: "openai", model: "gpt-4o"}).text)
+"""
+    )
+    assert got == ["disabled", "0", "for plans only"]
+
+
+def test_llm_call_safe_envelopes() -> None:
+    got = run(
+        """
+llm_mock({text: "fine"})
+let ok = llm_call_safe("hi", nil, {provider: "mock"})
+println(to_string(ok.ok) + " " + ok.response.text + " " + to_string(ok.error))
+llm_mock({error: {category: "rate_limit", message: "429", retry_after_ms: 40}})
+let bad = llm_call_safe("hi", nil, {provider: "mock", model: "m"})
+println(to_string(bad.ok) + " " + to_string(bad.response) + " " + bad.error.kind + " " + bad.error.reason + " " + to_string(bad.error.retry_after_ms) + " " + bad.error.provider + " " + bad.error.model)
+let opt = llm_call_safe("hi", nil, {provider: "mock", llm_retries: -1})
+println(to_string(opt.ok) + " " + opt.error.category + " " + opt.error.kind)
+llm_mock({text: "not json"})
+let schema = llm_call_safe("hi", nil, {provider: "mock", output_schema: {type: "object"}, schema_retries: 0})
+println(to_string(schema.ok) + " " + schema.error.category + " " + schema.error.reason + " " + schema.error.provider)
+let notdict = llm_call_safe("hi", nil, 5)
+println(to_string(notdict.ok) + " " + notdict.error.kind)
+"""
+    )
+    assert got == [
+        "true fine nil",
+        "false nil transient rate_limit 40 mock m",
+        "false config terminal",
+        "false schema_validation schema_validation mock",
+        "false terminal",
+    ]
+
+
+def test_llm_call_safe_retries_like_llm_call() -> None:
+    got = run(
+        """
+llm_mock({error: {category: "overloaded", message: "529"}})
+llm_mock({text: "recovered"})
+let r = llm_call_safe("hi", nil, {provider: "mock", llm_retries: 1, llm_backoff_ms: 0})
+println(to_string(r.ok) + " " + r.response.text)
+"""
+    )
+    assert got == ["true recovered"]
+
+
+def test_agent_loop_retries_twice_by_default() -> None:
+    got = run(
+        """
+llm_mock({error: {category: "rate_limit", message: "429 a"}})
+llm_mock({error: {category: "rate_limit", message: "429 b"}})
+llm_mock({error: {category: "rate_limit", message: "429 c"}})
+let r = agent_loop("go", nil, {provider: "mock", llm_backoff_ms: 0})
+println(r.status + " " + r.error.kind + " " + r.error.message)
+println(len(llm_mock_calls()))
+"""
+    )
+    assert got == ["provider_error transient 429 c (after 3 attempts)", "3"]
+
+
+def test_agent_loop_counts_retried_empty_completions() -> None:
+    got = run(
+        """
+llm_mock({error: {category: "server_error", message: "model x reported completion_tokens=3 but delivered no content, reasoning, or tool calls"}})
+llm_mock({error: {category: "rate_limit", message: "429"}})
+llm_mock({text: "done"})
+let r = agent_loop("go", nil, {provider: "mock", llm_backoff_ms: 0})
+println(r.status + " " + to_string(r.trace.empty_completion_retries))
+"""
+    )
+    assert got == ["done 1"]
+
+
+def test_a_real_provider_is_retried_by_the_same_loop(
+    server: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HARN_LLM_CALLS_DISABLED")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    busy = Reply(status=429, body={"error": {"message": "slow down"}}, headers={"retry-after": "0"})
+    server.queue(CHAT_PATH, busy, Reply(body=openai_text("after one retry")))
+    server.queue(CHAT_PATH, busy)
+    got = run(
+        """
+println(llm_call("hi", nil, {provider: "openai", model: "gpt-4o", llm_retries: 1}).text)
+let e = unwrap_err(try { llm_call("hi", nil, {provider: "openai", model: "gpt-4o"}) })
+println(e.kind + " " + e.reason + " " + to_string(e.status) + " " + e.provider + " " + e.model + " " + to_string(e.retry_after_ms))
+"""
+    )
+    assert got == ["after one retry", "transient rate_limit 429 openai gpt-4o 0"]
+    assert len(server.requests_to(CHAT_PATH)) == 3  # 2 for the first call, 1 (fail-fast)
