@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from harnpy.llm._retry import call_with_retries, parse_retry_after
+from harnpy.llm._retry import call_with_retries, parse_rate_limit_reset, parse_retry_after
 from harnpy.llm.errors import (
     AUTH,
     CONFIG,
@@ -29,9 +29,9 @@ from harnpy.llm.errors import (
     TIMEOUT,
     TRANSIENT_NETWORK,
     LlmError,
-    category_for_status,
     describe_status,
     one_line,
+    refine_http_error,
 )
 from harnpy.llm.types import LlmRequest, LlmResponse
 from harnpy.shapes import kind_name
@@ -235,17 +235,27 @@ class RemoteProvider:
             )
         if isinstance(exc, status_cls):
             status = int(getattr(exc, "status_code", 0) or 0)
-            category = category_for_status(status)
+            body = getattr(exc, "body", None)
+            category, kind, reason = refine_http_error(status, body)
             response = getattr(exc, "response", None)
             headers = getattr(response, "headers", None) or {}
             retry_after = parse_retry_after(headers)
-            detail = _error_detail(getattr(exc, "body", None)) or one_line(
-                getattr(exc, "message", exc), 200
-            )
+            if retry_after is None and status == 429 and reason != "quota_exceeded":
+                retry_after = parse_rate_limit_reset(headers)
+            detail = _error_detail(body) or one_line(getattr(exc, "message", exc), 200)
             message = f"{self.name}: {describe_status(category)} (HTTP {status}): {detail}"
             if category == AUTH:
                 message += f" (check {settings.key_env})"
-            return LlmError(category, message, status, retry_after_s=retry_after)
+            return LlmError(
+                category,
+                message,
+                status,
+                retry_after_s=retry_after,
+                kind=kind,
+                reason=reason,
+                provider=self.name,
+                model=settings.model,
+            )
         return LlmError(
             GENERIC, f"{self.name}: unexpected client error: {type(exc).__name__}: {one_line(exc)}"
         )

@@ -7,6 +7,7 @@ tests can observe every wait through an injected ``sleep`` callable.
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -52,6 +53,66 @@ def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -
         current = now or datetime.now(UTC)
         return max(0.0, (when - current).total_seconds())
     return secs if secs >= 0 else None
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_reset_duration(raw: str) -> float | None:
+    """Seconds in an OpenAI-style reset duration (``"1s"``, ``"6m0s"``, ``"20ms"``,
+    ``"1h2m3.5s"``; a bare number is seconds), or None when it is not one."""
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        pass
+    else:
+        return value if value >= 0 else None
+    total, pos = 0.0, 0
+    for m in _DURATION_PART.finditer(text):
+        if m.start() != pos:
+            return None
+        amount, unit = float(m.group(1)), m.group(2)
+        total += amount * {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}[unit]
+        pos = m.end()
+    return total if pos == len(text) and pos > 0 else None
+
+
+#: Rate-limit reset headers tried, in order, when a 429 carries no ``Retry-After``: OpenAI's
+#: durations and Anthropic's RFC 3339 reset times.
+RESET_HEADERS = (
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+    "anthropic-ratelimit-requests-reset",
+    "anthropic-ratelimit-tokens-reset",
+    "anthropic-ratelimit-input-tokens-reset",
+    "anthropic-ratelimit-output-tokens-reset",
+)
+
+
+def parse_rate_limit_reset(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds until the provider's rate limit resets according to :data:`RESET_HEADERS`
+    (the first header present that parses), or None. OpenAI sends durations
+    (:func:`parse_reset_duration`), Anthropic RFC 3339 timestamps (a time in the past gives
+    0.0). Used for a 429 without ``Retry-After``; header lookup as in
+    :func:`parse_retry_after`."""
+    for name in RESET_HEADERS:
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        secs = parse_reset_duration(raw)
+        if secs is None:
+            try:
+                when = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            secs = max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+        return secs
+    return None
 
 
 def backoff_delay(attempt: int, backoff_ms: int, retry_after_s: float | None) -> float:

@@ -24,12 +24,12 @@ from typing import Any
 
 from harnpy.llm._remote import RemoteProvider, Settings, as_int, require_str
 from harnpy.llm.errors import (
+    ANTHROPIC_ERROR_TYPES,
     CONFIG,
     MALFORMED_RESPONSE,
-    OVERLOADED,
-    RATE_LIMIT,
     SERVER_ERROR,
     LlmError,
+    empty_completion,
     one_line,
     type_name,
 )
@@ -40,8 +40,6 @@ from harnpy.llm.types import LlmRequest, LlmResponse, Message, ToolCall, Usage
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_DEFAULT_MODEL = "claude-sonnet-5"
 ANTHROPIC_DEFAULT_MAX_TOKENS = 8192
-
-_ERROR_TYPES = {"overloaded_error": OVERLOADED, "rate_limit_error": RATE_LIMIT}
 
 
 class AnthropicProvider(RemoteProvider):
@@ -164,13 +162,16 @@ def parse_message(data: dict[str, Any], *, fallback_model: str) -> LlmResponse:
 
     Raises:
         LlmError: ``malformed_response`` for a non-list content or a tool_use block without a
-            name or with non-object input; the error's category (``overloaded``,
-            ``rate_limit``, else ``server_error``) when a 2xx body is an error envelope.
+            name or with non-object input; the error's category
+            (:data:`~harnpy.llm.errors.ANTHROPIC_ERROR_TYPES`, else ``server_error``) when a
+            2xx body is an error envelope; a transient ``server_error`` (reason
+            ``empty_completion``) when output tokens were reported but no text, thinking or
+            tool call came.
     """
     if data.get("type") == "error":
         err = data.get("error") if isinstance(data.get("error"), dict) else {}
         assert isinstance(err, dict)
-        category = _ERROR_TYPES.get(str(err.get("type")), SERVER_ERROR)
+        category = ANTHROPIC_ERROR_TYPES.get(str(err.get("type")), SERVER_ERROR)
         detail = one_line(err.get("message") or err.get("type") or "unknown error", 200)
         raise LlmError(category, f"anthropic: error in response body: {detail}")
     content = data.get("content")
@@ -219,12 +220,16 @@ def parse_message(data: dict[str, Any], *, fallback_model: str) -> LlmResponse:
     assert isinstance(usage, dict)
     stop = data.get("stop_reason")
     model = data.get("model")
+    output_tokens = as_int(usage.get("output_tokens"))
+    if output_tokens > 0 and not any(texts) and not thinking_blocks and not tool_calls:
+        name = model if isinstance(model, str) and model else fallback_model
+        raise empty_completion("anthropic", name, output_tokens)
     return LlmResponse(
         text="".join(texts),
         tool_calls=tool_calls,
         usage=Usage(
             input_tokens=as_int(usage.get("input_tokens")),
-            output_tokens=as_int(usage.get("output_tokens")),
+            output_tokens=output_tokens,
             cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
             cache_write_tokens=as_int(usage.get("cache_creation_input_tokens")),
         ),

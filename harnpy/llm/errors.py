@@ -88,6 +88,20 @@ _CONTEXT_OVERFLOW_PHRASES = (
 )
 
 
+def empty_completion(provider: str, model: str, output_tokens: int) -> LlmError:
+    """The transient ``server_error`` for a 2xx answer that reported ``output_tokens`` but
+    carried no text, reasoning or tool calls (Harn's wording; reason
+    ``empty_completion``): retried under ``llm_retries`` like any transient failure."""
+    return LlmError(
+        SERVER_ERROR,
+        f"{provider}: model {model} reported completion_tokens={output_tokens} but "
+        f"{EMPTY_COMPLETION_PHRASE}, reasoning, or tool calls",
+        reason=EMPTY_COMPLETION,
+        provider=provider,
+        model=model,
+    )
+
+
 def classify(category: str, message: str = "") -> tuple[str, str]:
     """``(kind, reason)`` of a failure of ``category`` with ``message``.
 
@@ -295,6 +309,63 @@ def category_for_status(status: int) -> str:
     if status >= 500:
         return SERVER_ERROR
     return BAD_REQUEST
+
+
+#: Anthropic error ``type`` (HTTP error bodies and 2xx error envelopes) -> category.
+ANTHROPIC_ERROR_TYPES = {
+    "overloaded_error": OVERLOADED,
+    "rate_limit_error": RATE_LIMIT,
+    "api_error": SERVER_ERROR,
+    "timeout_error": TIMEOUT,
+    "authentication_error": AUTH,
+    "permission_error": AUTH,
+    "not_found_error": NOT_FOUND,
+    "request_too_large": BAD_REQUEST,
+    "invalid_request_error": BAD_REQUEST,
+    "billing_error": AUTH,
+}
+
+
+def provider_error_code(body: Any) -> tuple[str | None, str | None]:
+    """``(type, code)`` of a provider error body (OpenAI ``{error: {type, code}}``, or the
+    inner error object itself as the OpenAI SDK hands it over; Anthropic ``{type:
+    "error", error: {type}}``), each None when absent."""
+    if not isinstance(body, dict):
+        return None, None
+    err = body.get("error")
+    if not isinstance(err, dict):
+        err = body if "code" in body or "message" in body else None
+    if not isinstance(err, dict):
+        return None, None
+    kind, code = err.get("type"), err.get("code")
+    return (
+        kind if isinstance(kind, str) else None,
+        code if isinstance(code, str) else None,
+    )
+
+
+def refine_http_error(status: int, body: Any) -> tuple[str, str | None, str | None]:
+    """``(category, kind, reason)`` of an HTTP error answer from its status and error body.
+
+    The category is :func:`category_for_status`, except that an Anthropic error ``type``
+    (:data:`ANTHROPIC_ERROR_TYPES`) wins for an unusual status (a 400-class body saying
+    ``overloaded_error``). ``kind`` / ``reason`` are None (:func:`classify` decides) except:
+    OpenAI's ``insufficient_quota`` 429 is terminal ``quota_exceeded`` (retrying cannot
+    help, unlike a rate limit); ``context_length_exceeded`` is ``context_overflow``; a 413
+    or Anthropic ``request_too_large`` is ``request_too_large``.
+    """
+    category = category_for_status(status)
+    etype, code = provider_error_code(body)
+    mapped = ANTHROPIC_ERROR_TYPES.get(etype or "")
+    if mapped is not None and category in (BAD_REQUEST, SERVER_ERROR):
+        category = mapped
+    if code == "insufficient_quota" or etype == "insufficient_quota":
+        return RATE_LIMIT, TERMINAL, "quota_exceeded"
+    if code == "context_length_exceeded":
+        return category, None, "context_overflow"
+    if status == 413 or etype == "request_too_large":
+        return BAD_REQUEST, None, "request_too_large"
+    return category, None, None
 
 
 _STATUS_WORDS = {

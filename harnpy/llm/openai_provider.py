@@ -30,9 +30,10 @@ from harnpy.llm._remote import RemoteProvider, Settings, as_int, require_str
 from harnpy.llm.errors import (
     CONFIG,
     MALFORMED_RESPONSE,
-    SERVER_ERROR,
     LlmError,
+    empty_completion,
     one_line,
+    refine_http_error,
     type_name,
 )
 from harnpy.llm.options import openai_reasoning
@@ -223,13 +224,26 @@ def parse_chat_completion(
 
     Raises:
         LlmError: ``malformed_response`` when there is no usable choice/message or a tool
-            call has no name; ``server_error`` when a 2xx body is an error envelope.
+            call has no name; ``server_error`` when a 2xx body is an error envelope (its
+            ``code`` refines it, :func:`~harnpy.llm.errors.refine_http_error`); a transient
+            ``server_error`` (reason ``empty_completion``) when completion tokens were
+            reported but no content, reasoning or tool call came.
     """
     choices = data.get("choices")
     if not choices and data.get("error") is not None:
         err = data["error"]
         detail = err.get("message") if isinstance(err, dict) else err
-        raise LlmError(SERVER_ERROR, f"{provider}: error in response body: {one_line(detail, 200)}")
+        status = err.get("code") if isinstance(err, dict) else None
+        # an error envelope in a 2xx body: a server error, unless its code says otherwise
+        category, kind, reason = refine_http_error(
+            status if type(status) is int and status >= 400 else 500, data
+        )
+        raise LlmError(
+            category,
+            f"{provider}: error in response body: {one_line(detail, 200)}",
+            kind=kind,
+            reason=reason,
+        )
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise LlmError(MALFORMED_RESPONSE, f"{provider}: response has no choices")
     choice = choices[0]
@@ -250,12 +264,16 @@ def parse_chat_completion(
     details = usage.get("prompt_tokens_details")
     cached = as_int(details.get("cached_tokens")) if isinstance(details, dict) else 0
     model = data.get("model")
+    output_tokens = as_int(usage.get("completion_tokens"))
+    if output_tokens > 0 and not text and not thinking and not tool_calls:
+        name = model if isinstance(model, str) and model else fallback_model
+        raise empty_completion(provider, name, output_tokens)
     return LlmResponse(
         text=text,
         tool_calls=tool_calls,
         usage=Usage(
             input_tokens=as_int(usage.get("prompt_tokens")),
-            output_tokens=as_int(usage.get("completion_tokens")),
+            output_tokens=output_tokens,
             cache_read_tokens=cached,
         ),
         stop_reason=stop_reason,
