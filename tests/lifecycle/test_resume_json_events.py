@@ -201,8 +201,9 @@ def test_run_without_json_has_no_sink_and_prints_no_events(tmp_path: Path) -> No
     snap = first.stdout.strip().splitlines()[-1]
     p = harnpy("run", "--resume", snap, cwd=tmp_path, env=ENV)
     assert p.returncode == 0, p.stderr
-    # the tool's output, then the completed loop's final text; no event lines
-    assert p.stdout == "said one\nfinal answer\n"
+    # the tool's output, then the completed loop's final text (its visible text keeps a bare
+    # ##DONE##, as Harn's does); no event lines
+    assert p.stdout == "said one\nfinal answer ##DONE##\n"
 
 
 def test_the_sink_observes_any_loop_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
