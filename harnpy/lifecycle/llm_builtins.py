@@ -25,6 +25,7 @@ from harnpy.lifecycle._common import arg, require_instruction_call, strip_harnes
 from harnpy.lifecycle.services import services
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import HarnError, HarnThrow
+from harnpy.runtime.extensions import register_state
 from harnpy.runtime.scheduler import block_control
 from harnpy.stdlib.registry import builtin
 
@@ -571,3 +572,41 @@ def llm_mock_pop_scope(thread: Any, *args: Any) -> None:
     scopes = services(thread.runtime).mock_scopes
     if scopes:
         _mock(thread).import_state(scopes.pop())
+
+
+# ----------------------------------------------------------------------------- snapshots
+
+
+def _save_mock(thread: Any) -> Any:
+    """Runtime state ``llm_mock``: the queued entries, the call log and the scopes saved by
+    ``llm_mock_push_scope`` (None when all are empty or no model call was set up)."""
+    svc = services(thread.runtime)
+    host = svc._llm
+    if host is None:
+        return None
+    state = host.mock.snapshot_state()
+    if state is None and not svc.mock_scopes:
+        return None
+    return {"mock": state, "scopes": list(svc.mock_scopes)}
+
+
+def _load_mock(thread: Any, data: Any) -> Any:
+    if type(data) is not dict or set(data) != {"mock", "scopes"}:
+        raise TypeError("llm_mock state must be {mock, scopes}")
+    if type(data["scopes"]) is not list or any(type(x) is not dict for x in data["scopes"]):
+        raise TypeError("llm_mock scopes must be a list of dicts")
+    rt = thread.runtime
+    svc = services(rt)
+    mock = svc.llm.mock
+    install = None if data["mock"] is None else mock.check_snapshot_state(data["mock"])
+    scopes = list(data["scopes"])
+
+    def apply() -> None:
+        if install is not None:
+            install()
+        svc.mock_scopes[:] = scopes
+
+    return apply
+
+
+register_state("llm_mock", _save_mock, _load_mock)

@@ -359,6 +359,44 @@ class MockProvider:
             self._fixture = fixture
             self._calls.load(list(state.get("calls") or []))
 
+    def snapshot_state(self) -> dict[str, Any] | None:
+        """The queue and the call log (compact, see
+        :meth:`~harnpy.llm.mock_log.CallLog.export_compact`) as plain data for a program
+        snapshot, or None when both are empty. The ``--llm-mock`` fixture is not included:
+        it is part of the command line, given again to ``run --resume``."""
+        with self._lock:
+            if not self._queue and not len(self._calls):
+                return None
+            return {
+                "queue": [e.to_dict() for e in self._queue],
+                "calls": self._calls.export_compact(),
+            }
+
+    def check_snapshot_state(self, state: Any) -> Callable[[], None]:
+        """Validate what :meth:`snapshot_state` produced; returns the function that
+        installs it (replacing the queue and the log).
+
+        Raises:
+            ValueError: a malformed state or entry.
+        """
+        if not isinstance(state, Mapping) or set(state) != {"queue", "calls"}:
+            raise ValueError("llm_mock state must be {queue, calls}")
+        if not isinstance(state["queue"], list) or not isinstance(state["calls"], list):
+            raise ValueError("llm_mock state: `queue` and `calls` must be lists")
+        try:
+            queue = [parse_mock_entry(e, "llm_mock state") for e in state["queue"]]
+        except LlmError as exc:
+            raise ValueError(exc.message) from None
+        log = CallLog()
+        log.load_compact(state["calls"])
+
+        def apply() -> None:
+            with self._lock:
+                self._queue = queue
+                self._calls = log
+
+        return apply
+
     # -- the call -------------------------------------------------------------------------
     def complete(self, request: LlmRequest) -> LlmResponse:
         """Answer ``request`` by the selection rules in the module docstring.

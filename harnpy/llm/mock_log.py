@@ -123,6 +123,67 @@ class CallLog:
             )
         return out
 
+    def export_compact(self) -> list[dict[str, Any]]:
+        """The log as stored: ``[{keep, tail, system, tools, thinking}]`` (copies), each
+        call's ``keep`` leading messages being the previous call's (O(calls) size, not
+        O(calls x transcript) like :meth:`export`)."""
+        return [
+            copy.deepcopy(
+                {
+                    "keep": c.keep,
+                    "tail": c.tail,
+                    "system": c.system,
+                    "tools": c.tools,
+                    "thinking": c.thinking,
+                }
+            )
+            for c in self._calls
+        ]
+
+    def load_compact(self, calls: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the log with what :meth:`export_compact` produced.
+
+        Raises:
+            ValueError: a record that is not ``{keep, tail, system, tools, thinking}`` with
+                ``keep`` within the previous call's messages.
+        """
+        loaded: list[_Call] = []
+        previous = 0
+        for i, raw in enumerate(calls):
+            if not isinstance(raw, Mapping) or set(raw) != {
+                "keep",
+                "tail",
+                "system",
+                "tools",
+                "thinking",
+            }:
+                raise ValueError(
+                    f"mock call #{i + 1}: expected {{keep, tail, system, tools, thinking}}"
+                )
+            keep, tail = raw["keep"], raw["tail"]
+            if type(keep) is not int or not 0 <= keep <= previous:
+                raise ValueError(f"mock call #{i + 1}: `keep` out of range")
+            if not isinstance(tail, list) or not all(isinstance(m, dict) for m in tail):
+                raise ValueError(f"mock call #{i + 1}: `tail` must be a list of messages")
+            system = raw["system"]
+            if system is not None and not isinstance(system, str):
+                raise ValueError(f"mock call #{i + 1}: `system` must be a string or nil")
+            tools = raw["tools"]
+            if tools is not None and not isinstance(tools, list):
+                raise ValueError(f"mock call #{i + 1}: `tools` must be a list or nil")
+            loaded.append(
+                _Call(
+                    keep,
+                    copy.deepcopy(tail),
+                    system,
+                    copy.deepcopy(tools),
+                    copy.deepcopy(raw["thinking"]),
+                )
+            )
+            previous = keep + len(tail)
+        self.clear()
+        self._calls = loaded
+
     def load(self, calls: Sequence[Mapping[str, Any]]) -> None:
         """Replace the log with exported calls (messages that repeat the previous call's
         leading messages are stored once)."""

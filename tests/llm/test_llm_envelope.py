@@ -121,3 +121,34 @@ def test_host_failures_name_the_routed_provider_and_model() -> None:
         disabled.complete(build_request("hi", None, {"provider": "openai", "model": "gpt-4o"}))
     assert info.value.category == "disabled"
     assert (info.value.provider, info.value.model) == ("openai", "gpt-4o")
+
+
+def test_mock_snapshot_state_round_trips_and_refuses_damage() -> None:
+    from harnpy.llm import MockProvider
+
+    mock = MockProvider()
+    assert mock.snapshot_state() is None
+    mock.push({"text": "a"})
+    mock.push({"text": "b"})
+    mock.complete(build_request("one"))
+    state = mock.snapshot_state()
+    assert state is not None and [e["text"] for e in state["queue"]] == ["b"]
+    other = MockProvider()
+    other.check_snapshot_state(state)()
+    assert other.calls() == mock.calls() and other.pending() == 1
+    assert other.complete(build_request("two")).text == "b"
+    for bad in (
+        [],
+        {"queue": []},
+        {"queue": [{"text": 1}], "calls": []},
+        {
+            "queue": [],
+            "calls": [{"keep": 3, "tail": [], "system": None, "tools": None, "thinking": None}],
+        },
+        {
+            "queue": [],
+            "calls": [{"keep": 0, "tail": "x", "system": None, "tools": None, "thinking": None}],
+        },
+    ):
+        with pytest.raises(ValueError):
+            MockProvider().check_snapshot_state(bad)

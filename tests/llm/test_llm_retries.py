@@ -223,3 +223,32 @@ println(e.kind + " " + e.reason + " " + to_string(e.status) + " " + e.provider +
     )
     assert got == ["after one retry", "transient rate_limit 429 openai gpt-4o 0"]
     assert len(server.requests_to(CHAT_PATH)) == 3  # 2 for the first call, 1 (fail-fast)
+
+
+def test_a_program_snapshot_carries_the_mock_queue_and_call_log(tmp_path) -> None:
+    from tests.conftest import harnpy
+
+    prog = tmp_path / "prog.harn"
+    prog.write_text(
+        """
+pipeline main(task) {
+  llm_mock({text: "before"})
+  llm_mock({text: "after the resume"})
+  llm_mock({text: "patterned", match: "*plan*"})
+  println(llm_call("first", nil, {provider: "mock"}).text)
+  __snapshot_exit(env("SNAP"))
+  println(llm_call("second", nil, {provider: "mock"}).text)
+  println(llm_call("a plan", nil, {provider: "mock"}).text)
+  let calls = llm_mock_calls()
+  println(len(calls))
+  println(calls[0].messages[0].content)
+}
+"""
+    )
+    snap = tmp_path / "state.json"
+    first = harnpy("run", str(prog), env={"SNAP": str(snap)})
+    assert first.returncode == 3, first.stderr
+    assert first.stdout == "before\n"
+    resumed = harnpy("run", "--resume", str(snap), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines() == ["after the resume", "patterned", "3", "first"]
