@@ -463,20 +463,29 @@ def apply_response(
 @builtin("__agent_provider_error")
 def agent_provider_error(thread: Any, st: Any = None, error: Any = None) -> dict[str, Any]:
     """``__agent_provider_error(st, err)``: end the loop with ``status: "provider_error"``
-    and ``error: {category, message, phase, iteration}`` (an exceeded ``total_budget_usd``
-    ends it with ``status: "budget_exhausted"`` instead)."""
-    st = _check_state(st, "__agent_provider_error")
+    and ``error``: the error envelope (``{kind, reason, category, message,
+    retry_after_ms?, provider, model}``, :func:`harnpy.llm.errors.envelope_from_value`)
+    plus ``phase``, ``iteration``, ``tool_format`` and ``after_tool_result`` (the failed
+    request carried tool results), as Harn's loop reports it (an exceeded
+    ``total_budget_usd`` ends it with ``status: "budget_exhausted"`` instead)."""
     from harnpy.lifecycle.llm_session import is_loop_budget_error
+    from harnpy.llm.errors import envelope_from_value
 
+    st = _check_state(st, "__agent_provider_error")
     if is_loop_budget_error(error):  # total_budget_usd: a graceful end, not a failure
         return _finish(thread.runtime, st, "budget_exhausted", pending_calls=[], budget_error=error)
-    if type(error) is dict:
-        err = {**error}
-    else:
-        err = {"category": "generic", "message": display(error)}
-    err.setdefault("category", "generic")
+    opts = st["llm_options"]
+    err = envelope_from_value(
+        error if type(error) is dict else display(error),
+        provider=opts.get("provider"),
+        model=opts.get("model"),
+    )
     err["phase"] = "llm_call"
     err["iteration"] = st["iteration"] + 1
+    err["tool_format"] = st["tool_format"]
+    err["after_tool_result"] = any(
+        type(m) is dict and m.get("role") == "tool" for m in st["transcript"]["messages"]
+    )
     t = _emit(
         thread.runtime,
         st,

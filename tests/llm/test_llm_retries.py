@@ -252,3 +252,21 @@ pipeline main(task) {
     resumed = harnpy("run", "--resume", str(snap), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines() == ["after the resume", "patterned", "3", "first"]
+
+
+def test_a_loops_provider_error_is_the_envelope_with_the_turns_context() -> None:
+    got = run(
+        """
+tool ping() -> string {
+  description "Ping."
+  return "pong"
+}
+llm_mock({tool_calls: [{id: "c1", name: "ping", arguments: {}}]})
+llm_mock({error: {category: "auth", message: "401 revoked"}})
+let r = agent_loop("go", nil, {provider: "mock", model: "m", tools: [ping]})
+let e = r.error
+println([e.kind, e.reason, e.provider, e.model, e.phase, e.tool_format].join(" "))
+println(to_string(e.iteration) + " " + to_string(e.after_tool_result))
+"""
+    )
+    assert got == ["terminal auth mock m llm_call native", "2 true"]
