@@ -99,7 +99,8 @@ def submit_blocking(
     gains `` (after N attempts)`` when retries happened). With ``on_error``, every failure
     — the provider's, or a ``HarnThrow`` / ``LlmError`` raised by ``finish`` — is instead
     turned into an envelope (:func:`harnpy.llm.errors.envelope_from_value`) and
-    ``on_error(envelope)`` is delivered as the call's value (the ``*_safe`` variants).
+    ``on_error(envelope)`` is delivered as the call's value (the ``*_safe`` variants); an
+    :class:`Again` it returns submits its request instead (with a fresh retry budget).
     Returns the waker (its ``done`` flag set by :func:`cancel_waker` drops a late answer).
     """
     from harnpy.lifecycle.llm_session import preflight
@@ -121,12 +122,22 @@ def submit_blocking(
             value = exc.value
             if not isinstance(value, dict):
                 value = display(value)
-            waker.wake(on_error(envelope_from_value(value, provider=req.provider, model=req.model)))
+            out = on_error(envelope_from_value(value, provider=req.provider, model=req.model))
+            if isinstance(out, Again):  # e.g. a repair pass after a failed answer
+                again(out)
+                return
+            waker.wake(out)
         else:
             waker.fail(exc)
 
     def submit() -> None:
         rt.scheduler.on_future(svc.llm.submit(current[0], one_attempt=True), done)
+
+    def again(out: Again) -> None:
+        svc.inflight += 1
+        current[0] = out.request
+        attempt[0] = 0  # a re-ask is a new call with its own retry budget
+        submit()
 
     def resubmit() -> None:
         if waker.done:
@@ -175,10 +186,7 @@ def submit_blocking(
             fail(HarnThrow(llm_error_value(exc)))
             return
         if isinstance(out, Again):
-            svc.inflight += 1
-            current[0] = out.request
-            attempt[0] = 0  # a re-ask is a new call with its own retry budget
-            submit()
+            again(out)
             return
         waker.wake(out)
 

@@ -270,3 +270,42 @@ println(to_string(e.iteration) + " " + to_string(e.after_tool_result))
 """
     )
     assert got == ["terminal auth mock m llm_call native", "2 true"]
+
+
+def test_submit_blocking_on_error_may_ask_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure handed to ``on_error`` can answer with ``Again`` (a repair-style re-ask):
+    the new request is submitted and its answer delivered, with a retry budget of its own."""
+    from harnpy.lifecycle import llm_builtins as lb
+    from harnpy.runtime.values import Builtin
+    from harnpy.stdlib.registry import BUILTINS
+
+    seen: list[str] = []
+
+    def probe(thread, *args):
+        request = lb.build("first", None, {"provider": "mock"})
+        tries = [0]
+
+        def on_error(env):
+            seen.append(env["message"])
+            tries[0] += 1
+            if tries[0] == 1:
+                return lb.Again(lb.build("second", None, {"provider": "mock"}))
+            return "gave up: " + env["message"]
+
+        lb.submit_blocking(thread, request, lambda resp: resp.text, on_error=on_error)
+
+    monkeypatch.setitem(
+        BUILTINS, "__test_probe", Builtin("__test_probe", probe, max_args=None, control=True)
+    )
+    got = run(
+        """
+llm_mock({error: {category: "auth", message: "401"}})
+llm_mock({text: "repaired"})
+println(__test_probe())
+llm_mock({error: {category: "auth", message: "401"}})
+llm_mock({error: {category: "auth", message: "again 401"}})
+println(__test_probe())
+"""
+    )
+    assert got == ["repaired", "gave up: again 401"]
+    assert seen == ["401", "401", "again 401"]
