@@ -18,7 +18,7 @@ one-line :class:`StoreError` naming the store. ``configured_store_url(option)`` 
 
 * schema: ``migrate()``, ``schema_version()``, ``info()``;
 * checkpoints (:mod:`.sql_checkpoints`): ``put_checkpoint(worker_id, body, meta, *, fence,
-  expect_version, transcript)``, ``claim_checkpoint(worker_id, holder, *, park_id,
+  expect_version, transcript, waiters)``, ``claim_checkpoint(worker_id, holder, *, park_id,
   lease_ms, owner) -> CheckpointClaim``, ``renew_checkpoint_claim``,
   ``release_checkpoint_claim``, ``get_checkpoint``, ``checkpoint_info``,
   ``list_checkpoints``, ``find_checkpoints(prefix)``, ``update_checkpoint_if``,

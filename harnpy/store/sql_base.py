@@ -70,6 +70,30 @@ class SqlBase:
             self._warned.add(key)
             self._warn(f"harnpy: warning: store {self.display}: {text}")
 
+    def _insert_waiter(
+        self, c: Conn, waitpoint_id: str, worker_id: str, park_id: str | None
+    ) -> None:
+        """Inside the open transaction ``c``: record that ``worker_id`` (at ``park_id``)
+        waits on the waitpoint, replacing an earlier row of the same worker.
+
+        Raises:
+            StoreError: no such waitpoint (the transaction rolls back).
+        """
+        got = c.one(
+            "SELECT id FROM waitpoints WHERE id = ?" + self.backend.for_update, (waitpoint_id,)
+        )
+        if got is None:
+            raise StoreError(f"store {self.display}: no waitpoint {waitpoint_id}", "config")
+        c.run(
+            "DELETE FROM waitpoint_waiters WHERE waitpoint_id = ? AND worker_id = ?",
+            (waitpoint_id, worker_id),
+        )
+        c.run(
+            "INSERT INTO waitpoint_waiters (waitpoint_id, worker_id, park_id, "
+            "created_at_ms) VALUES (?, ?, ?, ?)",
+            (waitpoint_id, worker_id, park_id, c.now_ms()),
+        )
+
     def _error(self, e: BaseException) -> StoreError:
         text = " ".join(str(e).split()) or type(e).__name__
         if self.dialect == "postgresql":

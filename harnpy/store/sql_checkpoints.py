@@ -27,7 +27,7 @@ in the same transaction too: outcomes and transcript turns are committed exactly
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from harnpy.store._common import MAX_DOCUMENT_BYTES, dump_json, owner_gone, parse_json_object
@@ -246,19 +246,24 @@ class CheckpointsMixin(WaitsMixin):
         fence: int | None = None,
         expect_version: int | None = None,
         transcript: TranscriptAppend | None = None,
+        waiters: Sequence[str] = (),
     ) -> int:
         """Commit ``body`` as the checkpoint of ``worker_id``; returns the new version.
 
         With ``fence`` (a resume's claim): only while that claim is current; the claim is
         released unless ``meta.status`` is ``running``. Without: ``expect_version`` None
         inserts the first checkpoint; an int updates only a row still at that version and
-        not held by a live claim. Waits of a park the worker left are completed and
-        ``transcript`` entries appended, in the same transaction.
+        not held by a live claim. Waits of a park the worker left are completed,
+        ``transcript`` entries appended and the worker recorded as a waiter (at
+        ``meta.park_id``) of each waitpoint id in ``waiters``, all in the same transaction:
+        a process killed mid-park leaves either no new checkpoint or one its waitpoints
+        will wake (issue 11: no run stranded between the checkpoint and its waiter rows).
 
         Raises:
             CheckpointTooLarge: over 4 MiB; StoreError: not a JSON object (nothing written).
             Fenced: the claim is no longer current (another process took over).
-            StoreError: ``kind="conflict"`` when the row changed since ``expect_version``.
+            StoreError: ``kind="conflict"`` when the row changed since ``expect_version``;
+                ``kind="config"`` when a waitpoint of ``waiters`` does not exist.
         """
         self._check_body(worker_id, body)
         sha = hashlib.sha256(body).hexdigest()
@@ -327,6 +332,8 @@ class CheckpointsMixin(WaitsMixin):
                 )  # fmt: skip
             if transcript is not None:
                 self._append_transcript(c, worker_id, transcript)
+            for waitpoint_id in waiters:
+                self._insert_waiter(c, waitpoint_id, worker_id, meta.park_id)
             keep_park = meta.park_id if meta.status == "suspended" else None
             self._consume_waits(c, worker_id, keep_park, now, version)
             return version

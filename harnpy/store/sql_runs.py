@@ -520,21 +520,9 @@ class RunsMixin(SqlBase):
             StoreError: no such waitpoint.
         """
         with self.txn() as c:
-            row = c.one(
-                f"SELECT {_WP_COLS} FROM waitpoints WHERE id = ?" + self.backend.for_update,
-                (waitpoint_id,),
-            )
-            if row is None:
-                raise StoreError(f"store {self.display}: no waitpoint {waitpoint_id}", "config")
-            c.run(
-                "DELETE FROM waitpoint_waiters WHERE waitpoint_id = ? AND worker_id = ?",
-                (waitpoint_id, worker_id),
-            )
-            c.run(
-                "INSERT INTO waitpoint_waiters (waitpoint_id, worker_id, park_id, "
-                "created_at_ms) VALUES (?, ?, ?, ?)",
-                (waitpoint_id, worker_id, park_id, c.now_ms()),
-            )
+            self._insert_waiter(c, waitpoint_id, worker_id, park_id)
+            row = c.one(f"SELECT {_WP_COLS} FROM waitpoints WHERE id = ?", (waitpoint_id,))
+            assert row is not None  # locked by _insert_waiter in this transaction
             return self._wp(c, row)
 
     def waitpoints_of(self, worker_id: str) -> list[WaitpointRecord]:

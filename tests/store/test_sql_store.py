@@ -541,6 +541,30 @@ def test_waitpoints_create_once_complete_once(store_url: str) -> None:
     s.close()
 
 
+def test_a_park_commits_its_checkpoint_and_waiter_rows_together(store_url: str) -> None:
+    s = open_store(store_url)
+    a, _ = s.create_waitpoint(waitpoint_id="wp-a")
+    b, _ = s.create_waitpoint(waitpoint_id="wp-b")
+    s.put_checkpoint("w", doc(park="p1"), meta(park="p1"), waiters=[a.id, b.id])
+    assert [w.id for w in s.waitpoints_of("w")] == ["wp-a", "wp-b"]
+    assert s.get_waitpoint("wp-a").waiters == [("w", "p1")]  # type: ignore[union-attr]
+    # a waiter row that cannot be written (no such waitpoint) takes the checkpoint with it:
+    # the previous park stays as it was, no half-registered park is left to strand
+    with pytest.raises(StoreError, match="no waitpoint wp-missing"):
+        s.put_checkpoint(
+            "w", doc(park="p2"), meta(park="p2"), expect_version=1, waiters=["wp-missing"]
+        )
+    info = s.checkpoint_info("w")
+    assert info is not None and info.version == 1 and info.park_id == "p1"
+    with pytest.raises(StoreError, match="no waitpoint"):
+        s.put_checkpoint("w2", doc(), meta(), waiters=["wp-missing"])
+    assert s.checkpoint_info("w2") is None and s.waitpoints_of("w2") == []
+    # parking again re-points the waiter rows at the new park, in the same commit
+    s.put_checkpoint("w", doc(park="p3"), meta(park="p3"), expect_version=1, waiters=[b.id])
+    assert s.get_waitpoint("wp-b").waiters == [("w", "p3")]  # type: ignore[union-attr]
+    s.close()
+
+
 # ---------------------------------------------------------------- leases, audit, sources
 
 

@@ -177,15 +177,14 @@ def park(
         run_id=run_id,
         wake=wake,
     )
-    try:
+    waiters = [*ids, *([timer] if timer else [])]
+    try:  # the checkpoint and its waiter rows commit together (nothing strands a park)
         if st.fence is not None:
             fence, st.fence = st.fence, None
             st.release()
-            store.put_checkpoint(worker_id, body, meta, fence=fence)
+            store.put_checkpoint(worker_id, body, meta, fence=fence, waiters=waiters)
         else:
-            store.put_checkpoint(worker_id, body, meta, expect_version=None)
-        for i in [*ids, *([timer] if timer else [])]:
-            store.add_waitpoint_waiter(i, worker_id, park_id)
+            store.put_checkpoint(worker_id, body, meta, expect_version=None, waiters=waiters)
         outcome = _outcome(store, pk)
     except Fenced as e:
         st.settled = True
