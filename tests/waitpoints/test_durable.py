@@ -360,3 +360,41 @@ def test_harnpy_worker_resumes_parked_programs(tmp_path: Path, store_url: str) -
     assert w.returncode == 0, w.stderr
     assert w.stdout.splitlines() == ['resumed with {"ok":1}, kept-7, 15', "result 1"]
     assert "completed" in w.stderr
+
+
+TIMED = """
+import "std/waitpoint"
+
+pipeline main() {
+  let wp = create("slow-review")
+  try {
+    wait(wp, {timeout: 1h})
+    println("answered")
+  } catch e {
+    println(e.name + " " + e.category)
+  }
+}
+"""
+
+
+def test_a_wait_timeout_is_read_on_the_store_clock(tmp_path: Path, store_url: str) -> None:
+    # the deadline is set and checked against the store's clock, not each host's: a replica
+    # whose clock runs ahead does not fire it early, and the store clock passing it fires it
+    from harnpy.lifecycle.waitpoints.durable import time_out_due
+
+    (tmp_path / "p.harn").write_text(TIMED, encoding="utf-8")
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    st = _store(store_url)
+    try:
+        timer = next(w for w in st.list_waitpoints() if w.metadata.get("kind") == "timeout")
+        hour = 3_600_000
+        assert abs(timer.timeout_at_ms - (st.now_ms() + hour)) < 120_000
+        assert time_out_due(st) == 0  # the store clock has not reached it
+        st.clock_offset_ms = hour + 60_000  # the store clock an hour on
+        assert time_out_due(st) == 1
+        assert st.get_waitpoint(timer.id).status == "timed_out"  # type: ignore[union-attr]
+    finally:
+        st.close()
+    r = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["WaitpointTimeoutError timeout"]

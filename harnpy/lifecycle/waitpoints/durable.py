@@ -34,7 +34,6 @@ was.
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -76,10 +75,6 @@ def _owner() -> dict[str, Any]:
     import socket
 
     return {"pid": os.getpid(), "host": socket.gethostname()}
-
-
-def _host_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _store_error(e: Exception) -> HarnError:
@@ -134,13 +129,16 @@ def park(
     st.checkpoint_id = worker_id
     park_id = f"park_{uuid.uuid4().hex[:16]}"
     timer = None
+    deadline_ms: int | None = None
     try:
         if ms is not None:
+            # the store's clock, not this host's: every replica agrees when the wait is over
+            deadline_ms = store.now_ms() + ms
             trec, _ = store.create_waitpoint(
                 submission_key=f"{wait_key}:timeout",
                 run_id=run_id,
                 worker_id=worker_id,
-                timeout_at_ms=_host_ms() + ms,
+                timeout_at_ms=deadline_ms,
                 metadata={"kind": "timeout", "wait_id": wait_key, "timeout_ms": ms},
             )
             timer = trec.id
@@ -166,8 +164,8 @@ def park(
             f"Runtime error: waitpoint_wait: cannot park the program: {e.message}", e.code
         ) from None
     wake = [f"waitpoint {i}" for i in ids]
-    if ms is not None:
-        wake.append(f"timeout {iso_ms(_host_ms() + ms)}")
+    if deadline_ms is not None:
+        wake.append(f"timeout {iso_ms(deadline_ms)}")
     meta = CheckpointMeta(
         status="suspended",
         park_id=park_id,
@@ -455,9 +453,11 @@ def _run_resumed(rt: Any, th: Any, worker_id: str) -> ResumeResult:
 
 
 def time_out_due(store: Any) -> int:
-    """Mark every timer waitpoint whose deadline passed ``timed_out``; returns how many."""
+    """Mark every timer waitpoint whose deadline passed ``timed_out``; returns how many.
+    Deadlines are read against the store's clock (the database's on PostgreSQL), as they
+    were set, so replicas whose host clocks disagree fire a timeout at the same moment."""
     n = 0
-    for wid in store.due_waitpoint_timeouts(_host_ms()):
+    for wid in store.due_waitpoint_timeouts(store.now_ms()):
         if store.time_out_waitpoint(wid):
             n += 1
     return n
