@@ -44,10 +44,57 @@ class EmbeddedThreadRecord:
 @shape()
 @attrs.define(kw_only=True)
 class LlmMockRecord:
-    """``llm_mock``: the mock replies a parked worker's process had queued."""
+    """``llm_mock``: the mock replies a parked worker's process had queued and its
+    ``--llm-mock`` fixture. Both keys are always written (an empty queue is ``[]``, no
+    fixture ``null``), so a missing one is damage, not "no replies": the queue would be
+    silently dropped."""
 
-    queue: list[dict[str, Any]] = attrs.field(factory=list)
-    fixture: list[Any] | None = None
+    queue: list[dict[str, Any]]
+    fixture: list[dict[str, Any]] | None
+
+
+@shape()
+@attrs.define(kw_only=True)
+class AgentLoopStateRecord:
+    """The ``agent_loop_state`` dict a parked loop's frames hold (built by
+    ``harnpy.lifecycle.agents``; lifecycle.md 2.13): every key the loop primitives read
+    with ``st[...]`` and its type, checked when a worker snapshot is restored so a damaged
+    state is ``HARN-SUS-004`` at load, not a ``KeyError`` mid-turn. Other keys (read with
+    ``.get``, or added by later versions) are not checked."""
+
+    type_: Literal["agent_loop_state"] = attrs.field(metadata={"key": "_type"})
+    system: Any
+    llm_options: dict[str, Any]
+    tools: list[dict[str, Any]]
+    tool_format: Literal["native", "text"]
+    policy: Any
+    max_iterations: int
+    loop_until_done: bool
+    done_sentinel: str | None
+    max_nudges: int
+    nudge: str
+    daemon: bool
+    wake_interval_ms: int | None
+    watch_paths: list[Any]
+    persist_path: str | None
+    session_id: str = attrs.field(validator=min_len(1))
+    transcript: dict[str, Any]
+    iteration: int
+    nudges: int
+    text_parts: list[Any]
+    last_text: str
+    input_tokens: int
+    output_tokens: int
+    started_ms: int
+    records: list[dict[str, Any]]
+    pending_calls: list[dict[str, Any]]
+    reminders: list[Any]
+    status: str | None
+    finished: bool
+    error: Any
+    suspension: Any
+    model: Any
+    provider: Any
 
 
 @shape()

@@ -161,11 +161,37 @@ def restore_thread(
         transcript_store.remember_restored(runtime, path, log, dec.external)
     if th.frame is None:
         raise SnapshotError("the embedded snapshot has no frames", "E404")
+    check_loop_states(th.frame)
     slot = tdoc.get("pending_slot", -1)
     if not isinstance(slot, int) or not -1 <= slot < len(th.frame.slots):
         raise SnapshotError("the embedded snapshot's pending slot is out of range", "E404")
     th.pending_slot = slot
     return th
+
+
+def check_loop_states(top: Any) -> None:
+    """Check every ``agent_loop_state`` a restored frame (``top`` and its callers) holds in
+    a slot against :class:`~harnpy.lifecycle.documents.AgentLoopStateRecord`.
+
+    Raises:
+        SnapshotError: ``E404`` naming the frame and the first bad key.
+    """
+    from harnpy.lifecycle.documents import AgentLoopStateRecord
+    from harnpy.shapes import ShapeError, structure
+
+    fr = top
+    seen = 0
+    while fr is not None and seen < 100_000:
+        seen += 1
+        for v in getattr(fr, "slots", ()):
+            if type(v) is dict and v.get("_type") == "agent_loop_state":
+                try:
+                    structure(v, AgentLoopStateRecord)
+                except ShapeError as e:
+                    raise SnapshotError(
+                        f"the agent loop state in {fr.code.name} is damaged: {e}", "E404"
+                    ) from None
+        fr = fr.parent
 
 
 def attach_thread(runtime: Any, rec: WorkerRecord, th: Any) -> None:

@@ -1071,7 +1071,8 @@ class _Decoder:
             if "$t" in v:
                 return self.dec_tagged(v, None)
             if "$dict" in v and len(v) == 1:
-                return {k: self.dec(x) for k, x in v["$dict"]}
+                return {k: self.dec(x) for k, x in _dict_items(v["$dict"])}
+            _check_plain_keys(v)
             return {k: self.dec(x) for k, x in v.items()}
         raise SnapshotError(f"unexpected JSON value in snapshot: {type(v).__name__}", "E404")
 
@@ -1098,6 +1099,7 @@ class _Decoder:
             tag = raw.get("$t")
             if tag is None:
                 return {}
+            _check_record(raw)
             if tag == "set":
                 return HSet()
             if tag == "struct":
@@ -1132,13 +1134,19 @@ class _Decoder:
         if t is list:
             obj.extend(self.dec(x) for x in raw)
         elif t is dict:
-            src = raw["$dict"] if "$dict" in raw else raw.items()
+            if "$dict" in raw and len(raw) == 1:
+                src = _dict_items(raw["$dict"])
+            else:
+                _check_plain_keys(raw)
+                src = raw.items()
             for k, x in src:
                 obj[k] = self.dec(x)
         elif t is HSet:
             obj.items = [self.dec(x) for x in raw["items"]]
         elif t is StructValue:
             obj.fields = self.dec(raw["fields"])
+            if type(obj.fields) is not dict:
+                raise _damaged(f"the fields of struct {obj.name} are not a dict")
         elif t is EnumValue:
             obj.fields = [self.dec(x) for x in raw["fields"]]
         elif t is Pair:
@@ -1147,6 +1155,11 @@ class _Decoder:
         elif t is Closure:
             obj.module = obj.code.module
             obj.captures = [self.dec(x) for x in raw["captures"]]
+            if len(obj.captures) != len(obj.code.capture_names):
+                raise _damaged(
+                    f"a closure of {obj.code.name} has {len(obj.captures)} captured values, "
+                    f"its code captures {len(obj.code.capture_names)}"
+                )
             obj.bound_self = self.dec(raw.get("bound_self"))
         elif t is Generator:
             obj.done = raw["done"]
@@ -1208,6 +1221,8 @@ class _Decoder:
             obj.cancelled = raw["cancelled"]
             obj.output = raw["output"]
             obj.error = self.dec(raw["error"]) if raw["error"] is not None else None
+            if obj.error is not None and not isinstance(obj.error, HarnError):
+                raise _damaged(f"task {obj.id} has an error that is not one")
         elif t is IterValue:
             obj.exhausted = raw["exhausted"]
             obj.source = self.dec(raw["source"]) if raw["source"] is not None else None
@@ -1215,13 +1230,19 @@ class _Decoder:
             obj.origin = self.dec(raw.get("origin"))
             memo = raw.get("memo")
             obj.memo = self.dec(memo) if memo is not None else None
+            _check_iter(obj)
         elif t is HostObject:
             gauss = raw.get("gauss")
             if not (gauss is None or type(gauss) is float) or any(
-                type(x) is not int for x in raw["state"]
+                type(x) is not int or not 0 <= x < 2**32 for x in raw["state"]
             ):
                 raise SnapshotError("an rng in the snapshot has a malformed state", "E404")
-            obj.obj.setstate((raw["version"], tuple(raw["state"]), gauss))
+            try:
+                obj.obj.setstate((raw["version"], tuple(raw["state"]), gauss))
+            except (ValueError, TypeError, OverflowError):
+                raise SnapshotError(
+                    "an rng in the snapshot has a malformed state", "E404"
+                ) from None
         elif t is _Deferred:
             obj.value = self.dec_tagged(raw, None)
 
@@ -1229,6 +1250,7 @@ class _Decoder:
         tag = v["$t"]
         dec = _SCALAR_DECODERS.get(tag)
         if dec is not None:
+            _check_record(v)
             return dec(self, v)
         if tag in _HEAP_TAGS:
             shell = self.shell(v)
@@ -1268,6 +1290,213 @@ class _Deferred:
     __slots__ = ("value",)
 
 
+# ------------------------------------------------------------ record validation
+#
+# Every tagged record is checked against its model before anything is built from it, and
+# every decoded object against the invariants the evaluator relies on, so an authentic but
+# wrong record (a harnpy bug, a version skew) is E404 at load time, never a KeyError or
+# AttributeError later (issue 13 point 8). JSON kinds of the raw fields:
+#   s: str, i: int (not bool), b: bool, l: list, d: dict, c: code reference [key, id],
+#   a: any value (decoded and checked after), and a trailing "?" for "or null".
+# Fields marked optional (second set) may be absent; every other field is required.
+
+_RECORD_FIELDS: dict[str, tuple[dict[str, str], frozenset[str]]] = {
+    "set": ({"items": "l"}, frozenset()),
+    "struct": ({"name": "s", "fields": "a"}, frozenset()),
+    "enum": ({"enum": "s", "variant": "s", "fields": "l"}, frozenset()),
+    "pair": ({"first": "a", "second": "a"}, frozenset()),
+    "closure": ({"code": "c", "captures": "l", "bound_self": "a"}, frozenset({"bound_self"})),
+    "generator": (
+        {"kind": "s", "done": "b", "running": "b", "frame": "a"},
+        frozenset({"running"}),
+    ),
+    "frame": (
+        {
+            "code": "c",
+            "pc": "i",
+            "ret_slot": "i",
+            "slots": "l",
+            "parent": "a",
+            "generator": "a",
+            "defers": "l?",
+        },
+        frozenset({"generator", "defers"}),
+    ),
+    "atomic": ({"value": "a"}, frozenset()),
+    "channel": ({"name": "s", "capacity": "i?", "closed": "b", "items": "l"}, frozenset()),
+    "task": (
+        {"id": "i", "result": "a", "error": "a", "cancelled": "b", "output": "s"},
+        frozenset(),
+    ),
+    "iter": (
+        {"exhausted": "b", "source": "a", "stages": "l", "origin": "a", "memo": "a"},
+        frozenset({"stages", "origin", "memo"}),
+    ),
+    "rng": ({"version": "i", "state": "l", "gauss": "a"}, frozenset({"gauss"})),
+    "float": ({"v": "s"}, frozenset()),
+    "duration": ({"ms": "i"}, frozenset()),
+    "range": ({"start": "i", "end": "i", "inclusive": "b"}, frozenset()),
+    "bytes": ({"hex": "s"}, frozenset()),
+    "builtin": ({"name": "s"}, frozenset()),
+    "bound_method": ({"receiver": "a", "name": "s"}, frozenset()),
+    "struct_type": ({"name": "s", "fields": "l", "optional": "l"}, frozenset()),
+    "list_iter": ({"items": "a", "pos": "i", "n": "i"}, frozenset({"pos", "n"})),
+    "range_iter": ({"start": "i", "stop": "i", "step": "i", "pos": "i"}, frozenset()),
+    "missing": ({}, frozenset()),
+    "unbound": ({}, frozenset()),
+    "tuple": ({"items": "l"}, frozenset()),
+    "error": (
+        {"kind": "s", "value": "a", "message": "s", "code": "s?"},
+        frozenset({"value", "message", "code"}),
+    ),
+    "enum_ns": ({"name": "s", "variants": "d"}, frozenset()),
+}
+
+_KIND_TYPES: dict[str, tuple[type, ...]] = {
+    "s": (str,),
+    "i": (int,),
+    "b": (bool,),
+    "l": (list,),
+    "d": (dict,),
+    "c": (list,),
+}
+_KIND_NAMES = {"s": "a string", "i": "an integer", "b": "a boolean", "l": "a list", "d": "a dict"}
+
+
+def _damaged(why: str) -> SnapshotError:
+    return SnapshotError(f"the snapshot is damaged: {why}; refusing to resume", "E404")
+
+
+def _check_record(raw: dict[str, Any]) -> None:
+    """Check tagged record ``raw`` against :data:`_RECORD_FIELDS` (its tag is known to be
+    present). Raises SnapshotError E404 naming the tag and the field."""
+    tag = raw["$t"]
+    model = _RECORD_FIELDS.get(tag) if type(tag) is str else None
+    if model is None:
+        raise SnapshotError(f"unknown value tag {tag!r} in snapshot", "E404")
+    fields, optional = model
+    for name, kind in fields.items():
+        if name not in raw:
+            if name in optional:
+                continue
+            raise _damaged(f"a {tag!r} record lacks its field {name!r}")
+        if kind == "a":
+            continue
+        v = raw[name]
+        if kind.endswith("?"):
+            if v is None:
+                continue
+            kind = kind[0]
+        if type(v) not in _KIND_TYPES[kind]:
+            raise _damaged(
+                f"field {name!r} of a {tag!r} record is not "
+                f"{_KIND_NAMES.get(kind, 'a code reference')}"
+            )
+        if kind == "c" and not (len(v) == 2 and type(v[0]) is str and type(v[1]) is int):
+            raise _damaged(f"field {name!r} of a {tag!r} record is not a code reference")
+    if tag == "error" and raw["kind"] not in ("throw", "runtime"):
+        raise _damaged(f"an error record has an unknown kind {raw['kind']!r}")
+    if tag == "error" and raw["kind"] == "runtime" and type(raw.get("message")) is not str:
+        raise _damaged("a runtime error record lacks its message")
+    if tag in ("struct_type",) and not all(
+        type(x) is str for x in (*raw["fields"], *raw["optional"])
+    ):
+        raise _damaged("a struct type's field names are not strings")
+
+
+def _check_plain_keys(raw: dict[str, Any]) -> None:
+    """A plain JSON object decodes to a dict; the encoder wraps every dict with a key
+    starting with ``$`` as ``{"$dict": ...}``, so such a key here is a damaged reference
+    or tag (``$ref`` with a flipped bit), not data. Raises SnapshotError E404."""
+    if raw and min(raw) < "%":
+        for k in raw:
+            if k.startswith("$"):
+                raise _damaged(f"an object has the key {k!r}, which is neither a tag nor data")
+
+
+def _dict_items(raw: Any) -> list[Any]:
+    """The ``[[key, value], ...]`` list of a ``$dict`` record, checked."""
+    if type(raw) is not list or not all(
+        type(kv) is list and len(kv) == 2 and type(kv[0]) is str for kv in raw
+    ):
+        raise _damaged("a $dict record is not a list of [string key, value] pairs")
+    return raw
+
+
+_CALLABLE_TYPES = (Closure, Builtin, BoundMethod, StructType)
+
+#: The lazy stage kinds of :mod:`harnpy.stdlib.iters` and their state fields: "f" a
+#: callable, "i" an int, "b" a bool, "l" a list, "it" an iter, "it?" an iter or nil
+#: (tests check this table against the stage pullers).
+ITER_STAGE_FIELDS: dict[str, dict[str, str]] = {
+    "map": {"f": "f"},
+    "filter": {"f": "f"},
+    "flat_map": {"f": "f", "cur": "it?"},
+    "take": {"n": "i"},
+    "skip": {"n": "i"},
+    "take_while": {"f": "f", "stopped": "b"},
+    "skip_while": {"f": "f", "primed": "b"},
+    "zip": {"other": "it"},
+    "enumerate": {"i": "i"},
+    "chain": {"other": "it", "on_first": "b"},
+    "chunks": {"n": "i"},
+    "windows": {"n": "i", "buf": "l", "started": "b"},
+    "memo": {"pos": "i"},
+}
+
+
+def _stage_value_ok(kind: str, v: Any) -> bool:
+    if kind == "f":
+        return type(v) in _CALLABLE_TYPES
+    if kind == "i":
+        return type(v) is int
+    if kind == "b":
+        return type(v) is bool
+    if kind == "l":
+        return type(v) is list
+    if kind == "it?" and v is None:
+        return True
+    return type(v) is IterValue
+
+
+def _check_iter(it: IterValue) -> None:
+    """The invariants :mod:`harnpy.stdlib.iters` relies on (see its module docstring): a
+    pure iter has a list/range iterator source; a staged one exactly one known stage with
+    its state over an upstream iter; a lazy sequence a memo list over its pipeline; a
+    generator-backed one a generator origin. Raises SnapshotError E404."""
+    if type(it.exhausted) is not bool:
+        raise _damaged("an iterator's `exhausted` flag is not a boolean")
+    if it.source is not None and type(it.source) not in _ITER_TYPES:
+        raise _damaged("an iterator's source is not a list or range iterator")
+    if it.memo is not None and type(it.memo) is not list:
+        raise _damaged("a lazy sequence's computed items are not a list")
+    if len(it.stages) > 1:
+        raise _damaged("an iterator has more than one stage")
+    for kind, state in it.stages:
+        fields = ITER_STAGE_FIELDS.get(kind) if type(kind) is str else None
+        if fields is None:
+            raise _damaged(f"an iterator has an unknown stage {kind!r}")
+        if type(state) is not dict:
+            raise _damaged(f"the state of an iterator's {kind} stage is not a dict")
+        for name, want in fields.items():
+            if name not in state or not _stage_value_ok(want, state[name]):
+                raise _damaged(f"the {kind} stage of an iterator has a bad or missing {name!r}")
+        if type(it.origin) is not IterValue:
+            raise _damaged(f"the {kind} stage of an iterator has no upstream iterator")
+        if kind == "memo" and type(it.origin.memo) is not list:
+            raise _damaged("a lazy sequence cursor does not read a lazy sequence")
+    if it.memo is not None and not it.stages and type(it.origin) is not IterValue:
+        raise _damaged("a lazy sequence has no pipeline")
+    if (
+        it.source is None
+        and not it.stages
+        and it.memo is None
+        and it.origin is not None
+        and type(it.origin) is not Generator
+    ):
+        raise _damaged("a generator-backed iterator's origin is not a generator")
+
+
 _UNSET = object()
 
 _HEAP_TAGS = {
@@ -1287,12 +1516,17 @@ _HEAP_TAGS = {
 
 
 def _dec_float(d: _Decoder, v: dict[str, Any]) -> float:
-    return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[v["v"]]
+    f = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}.get(v["v"])
+    if f is None:
+        raise _damaged(f"a float record holds {v['v']!r}, not nan, inf or -inf")
+    return f
 
 
 def _dec_list_iter(d: _Decoder, v: dict[str, Any]) -> Any:
     items = d.dec(v["items"])
-    it = iter(items)
+    if type(items) is not list:
+        raise _damaged("the items of a list iterator are not a list")
+    it: Any = iter(items)
     pos = v.get("pos", 0)
     if pos:
         it.__setstate__(pos)
@@ -1320,6 +1554,8 @@ def _dec_builtin(d: _Decoder, v: dict[str, Any]) -> Any:
 
 
 def _dec_enum_ns(d: _Decoder, v: dict[str, Any]) -> Any:
+    if not all(type(n) is int for n in v["variants"].values()):
+        raise _damaged(f"the variants of enum {v['name']} are not numbered")
     return EnumNamespace(v["name"], dict(v["variants"]))
 
 
@@ -1365,7 +1601,7 @@ def _load_runtime_state(doc: dict[str, Any], thread: Any, d: _Decoder) -> list[A
             raise SnapshotError(
                 f"the runtime state {name!r} in the snapshot is damaged: {e.message}", "E404"
             ) from None
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:
             raise SnapshotError(
                 f"the runtime state {name!r} in the snapshot is damaged: {type(e).__name__}: {e}",
                 "E404",
@@ -1443,13 +1679,22 @@ def restore(
                 raise SnapshotError(
                     f"the globals of {m.path} in the snapshot are not a dict", "E404"
                 )
+            if not m.repl:
+                # the module's code declares every global it can have (a REPL session's
+                # entries share one dict, checked by the session)
+                unknown = [k for k in g if k not in m.global_kinds]
+                if unknown:
+                    raise _damaged(
+                        f"the globals of {m.path} name `{unknown[0]}`, which the module "
+                        "does not declare"
+                    )
     except SnapshotError:
         raise
     except RecursionError:
         raise SnapshotError(
             "snapshot is damaged: values nested too deeply to decode; refusing to resume", "E404"
         ) from None
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:
         raise SnapshotError(
             f"snapshot is damaged: {type(e).__name__}: {e}; refusing to resume", "E404"
         ) from None
