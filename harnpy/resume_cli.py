@@ -223,6 +223,11 @@ def _env_resume_options() -> dict[str, Any]:
     return out
 
 
+#: Every line ``run --resume`` of a worker writes on stderr (status notes and errors alike)
+#: starts with the command the user ran (one prefix style, issue 14 point 11).
+_PREFIX = "harnpy run --resume: "
+
+
 def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     """``run --resume <worker snapshot>`` (module docstring); returns 0 / 1 / 3."""
     from harnpy.cli import (
@@ -257,7 +262,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         if events is not None:
             events.emit("error", error={"code": code, "message": text}, exit_code=EXIT_RUNTIME)
         where = "" if args.resume in text else f" ({args.resume})"
-        write_err(f"harnpy run --resume: error[{code}]: {text}{where}\n")
+        write_err(f"{_PREFIX}error[{code}]: {text}{where}\n")
         return EXIT_RUNTIME
 
     try:
@@ -306,11 +311,11 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         return fail("E320", f"worker {rec.id} is blocked and nothing can wake it")
     if rec.status == "completed":
         code = EXIT_OK
-        note = f"harnpy: worker {rec.id} completed"
+        note = f"{_PREFIX}worker {rec.id} completed"
     elif rec.status == "awaiting":  # a retriggerable worker ended its cycle (lifecycle.md T8)
         code = EXIT_OK
         note = (
-            f"harnpy: worker {rec.id} finished its cycle and awaits input (worker_trigger or "
+            f"{_PREFIX}worker {rec.id} finished its cycle and awaits input (worker_trigger or "
             "send_input)"
         )
     elif rec.status == "suspended":
@@ -318,12 +323,12 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         reason = (rec.suspension or {}).get("reason")
         why = f" ({reason})" if isinstance(reason, str) and reason else ""
         note = (
-            f"harnpy: worker {rec.id} parked again{why}; resume with: harnpy run --resume "
+            f"{_PREFIX}worker {rec.id} parked again{why}; resume with: harnpy run --resume "
             f"{rec.snapshot_path}"
         )
     else:
         code = EXIT_RUNTIME
-        note = f"harnpy: worker {rec.id} {rec.status}: {rec.error or ''}".rstrip(": ")
+        note = f"{_PREFIX}worker {rec.id} {rec.status}: {rec.error or ''}".rstrip(": ")
     if events is not None:
         events.emit("result", value=to_json_data(summary), exit_code=code)
     else:

@@ -299,7 +299,9 @@ def main(args: Any) -> int:
         if o.diff:
             sys.stdout.write(_indent(o.diff))
         elif o.stderr and o.kind == "pipeline":
-            sys.stdout.write(_indent(o.stderr))
+            rest = _after_reason(o.stderr, o.reason)
+            if rest.strip():
+                sys.stdout.write(_indent(rest))
         sys.stdout.flush()
 
     report = run(
@@ -330,6 +332,16 @@ def main(args: Any) -> int:
     else:
         print(report.summary())
     return 1 if report.count("failed") else 0
+
+
+def _after_reason(stderr: str, reason: str) -> str:
+    """``stderr`` without its first non-blank line when that line is ``reason`` (already on
+    the ``FAIL`` line: the message is shown once)."""
+    lines = stderr.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.strip():
+            return "".join(lines[i + 1 :]) if line.strip() == reason.strip() else stderr
+    return stderr
 
 
 def _indent(text: str) -> str:

@@ -258,7 +258,7 @@ class ReplCore:
         try:
             return run()
         except (DiagnosticError, HarnError) as e:
-            self.error(self.session.render_error(e))
+            self.error(once_located(self.session.render_error(e)))
         except (HarnInterrupt, KeyboardInterrupt):
             self.error("interrupted")
         except HarnExit as e:
@@ -533,6 +533,17 @@ class ReplCore:
 
 
 #: An entry that asks for documentation: ``name?`` or ``type.method?``.
+#: A diagnostic header whose message ends with the position the header starts with
+#: (``<repl#1>:1:9: error[E102]: Unterminated string at 1:9``: Harn's message text).
+_REPEATED_AT = re.compile(r"^(\S*?:(\d+):(\d+): .*?) at \2:\3$", re.MULTILINE)
+
+
+def once_located(text: str) -> str:
+    """Diagnostic ``text`` with a message's trailing `` at L:C`` dropped where its header
+    already names that position, so the REPL says where once."""
+    return _REPEATED_AT.sub(r"\1", text)
+
+
 _DOC_QUERY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?\?\Z")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from harnpy.syntax.lexer import block_comment_end
+from harnpy.syntax.lexer import block_comment_end, interpolation_end
 
 INDENT = "    "
 
@@ -52,7 +52,8 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?[A-Za-z]*")
 
 def scan(text: str) -> Scan:
     """Scan ``text`` for open brackets, strings and comments (lexical rules of spec 1.2,
-    1.7): strings with ``\\`` escapes and ``${...}`` interpolation (brace counting), raw
+    1.7): strings with ``\\`` escapes and ``${...}`` interpolation (ended as the lexer ends
+    it, :func:`~harnpy.syntax.lexer.interpolation_end`), raw
     strings, triple-quoted strings, ``//`` and nested ``/* */`` comments."""
     st = Scan()
     i = 0
@@ -160,22 +161,16 @@ def _scan_string(text: str, i: int, triple: bool) -> int:
                 i += 2
                 continue
         if text.startswith("${", i):
-            # braces are counted as the lexer counts them (quotes inside do not hide one)
-            depth = 0
-            while i < n:
-                if text[i] == "{":
-                    depth += 1
-                elif text[i] == "}":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                elif text[i] == "\n" and not triple:
-                    return i  # a plain string's interpolation ends with its line
-                i += 1
-            if i >= n:
+            # the interpolation ends where the lexer ends it (braces counted, strings
+            # inside skipped: `"${ "{" }"` is one string)
+            close = interpolation_end(text, i + 2, n, multiline=triple)
+            if close == -1:
+                return text.find("\n", i)  # a plain string's interpolation ends with its line
+            if close == -2:
                 # a plain string cannot go on to the next line (spec 1.7), so the entry
                 # cannot become valid: it is complete and the parser reports it
                 return n if not triple else -2
+            i = close
         i += 1
     return -1
 

@@ -213,7 +213,90 @@ _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _PLAIN_CHUNK = re.compile(r'[^"\\\n$]+')
 _TRIPLE_CHUNK = re.compile(r'[^"$]+')
 _BLANK = re.compile(r"\s*")
-_BRACE_OR_NL = {"{}": re.compile(r"[{}]"), "{}\n": re.compile(r"[{}\n]")}
+#: Stops of :func:`interpolation_end`: in code, in a plain string, in a triple-quoted one.
+_INTERP_CODE = re.compile(r'[{}"\n]')
+_INTERP_PLAIN = re.compile(r'[\\"$\n]')
+_INTERP_TRIPLE = re.compile(r'["$]')
+_IDENT_CHAR = re.compile(r"\w")
+
+
+def interpolation_end(
+    text: str, i: int, end: int, multiline: bool, known: dict[int, int] | None = None
+) -> int:
+    """Offset of the ``}`` closing a ``${`` whose body starts at ``i`` (spec 1.7): braces
+    are counted, and a string literal inside the body is skipped as a whole (its quotes,
+    its braces and its own ``${...}`` parts), so ``"${ "{" }"`` and ``"${d["}"]}"`` are the
+    strings they look like.
+
+    Returns ``-1`` when a newline ends the body first while ``multiline`` is false (a plain
+    string ends with its line; a nested plain string always does), ``-2`` when the text
+    ends first. Every ``{`` the scan passes that closes within the body gets its match
+    recorded in ``known`` (offset of ``{`` -> offset of ``}``), so the lexers of nested
+    segments find their ends without scanning again. Linear in ``end - i``.
+    """
+    if known is None:
+        known = {}
+    # a stack of open contexts above the body's own code: ("{", offset) for a brace in
+    # code, ('"', 0) for a plain string, ('"""', 0) for a triple-quoted string
+    stack: list[tuple[str, int]] = []
+    while i < end:
+        ctx = stack[-1][0] if stack else "{"
+        if ctx == "{":
+            m = _INTERP_CODE.search(text, i, end)
+            if m is None:
+                return -2
+            i = m.start()
+            c = text[i]
+            if c == "{":
+                stack.append(("{", i))
+            elif c == "}":
+                if not stack:
+                    return i
+                known[stack.pop()[1]] = i
+            elif c == "\n":
+                if not multiline:
+                    return -1
+            elif text.startswith('"""', i):
+                stack.append(('"""', 0))
+                i += 3
+                continue
+            elif i > 0 and text[i - 1] == "r" and not (i > 1 and _IDENT_CHAR.match(text, i - 2)):
+                j = i + 1  # a raw string: no escapes, no interpolation, one line
+                while j < end and text[j] not in '"\n':
+                    j += 1
+                if j >= end:
+                    return -2
+                if text[j] == "\n":
+                    return -1
+                i = j
+            else:
+                stack.append(('"', 0))
+            i += 1
+            continue
+        m = (_INTERP_PLAIN if ctx == '"' else _INTERP_TRIPLE).search(text, i, end)
+        if m is None:
+            return -2
+        i = m.start()
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == "\n":
+            return -1
+        elif c == "$":
+            if text.startswith("${", i):
+                stack.append(("{", i + 1))
+                i += 2
+            else:
+                i += 1
+        elif ctx == '"':
+            stack.pop()
+            i += 1
+        elif text.startswith('"""', i):
+            stack.pop()
+            i += 3
+        else:
+            i += 1
+    return -2
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,10 +606,10 @@ class _Scanner:
         return self._token("RAWSTRING", text[pos + 2 : i], pos, i + 1, line, col)
 
     def _interp_end(self, i: int, multiline: bool) -> int:
-        """Index of the ``}`` closing a ``${`` whose body starts at ``i``, counting braces
-        only (quotes inside are not special, spec 1.7); -1 if none. Every ``{`` the scan
-        passes gets its match recorded in :attr:`braces`, so the nested strings of the
-        segment's own lexer find their ends without scanning again."""
+        """Index of the ``}`` closing a ``${`` whose body starts at ``i`` (see
+        :func:`interpolation_end`: braces counted, string literals inside skipped); -1 if
+        none. Every ``{`` the scan passes gets its match recorded in :attr:`braces`, so the
+        nested strings of the segment's own lexer find their ends without scanning again."""
         text, end = self.text, self.end
         known = self.braces.close
         close = known.get(i - 1)
@@ -534,24 +617,8 @@ class _Scanner:
             if not multiline and self.braces.has_newline(text, i, close):
                 return -1
             return close
-        opened: list[int] = []
-        stop = "{}" if multiline else "{}\n"
-        while i < end:
-            m = _BRACE_OR_NL[stop].search(text, i, end)
-            if m is None:
-                return -1
-            i = m.start()
-            c = text[i]
-            if c == "{":
-                opened.append(i)
-            elif c == "}":
-                if not opened:
-                    return i
-                known[opened.pop()] = i
-            else:  # a newline ends a plain string
-                return -1
-            i += 1
-        return -1
+        close = interpolation_end(text, i, end, multiline, known)
+        return close if close >= 0 else -1
 
     def _segment(self, dollar: int, close: int) -> Segment:
         # The line of `dollar` is found from the previous segment of the same string (or

@@ -49,7 +49,7 @@ def test_errors_go_to_stderr_in_the_run_format_and_the_session_goes_on() -> None
         "  1 | 1 / 0\n"
         "    | ^^^^^\n"
         "<repl#3>:1:5: error[E104]: expected a binding name or a {…} / […] pattern after "
-        "let; got = at 1:5\n"
+        "let; got =\n"
         "  1 | let = 3\n"
         "    |     ^\n"
     )

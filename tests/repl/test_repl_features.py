@@ -53,8 +53,8 @@ def test_last_value_doc_query_quoting_time_and_pretty_printing(tmp_path: Path) -
 def test_an_entry_that_cannot_become_valid_is_reported_at_once(tmp_path: Path) -> None:
     child = spawn(tmp_path)
     try:
-        submit(child, 'let u = "${ "{" }"')
-        child.expect(r"error\[E102\]: Unterminated string")
+        submit(child, 'let u = "${ 1 + 1 }')  # a plain string cannot go on to the next line
+        child.expect(r"error\[E102\]: Unterminated string\r?\n")  # where: said once
         child.expect(PROMPT)  # a fresh prompt, not the "  ... " continuation
         submit(child, "1 + 1")
         # the value, ended by a newline (not a 2 inside an escape code such as "\x1b[?25h")
