@@ -247,6 +247,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         recover_stale_claim,
         resume_from_cli,
     )
+    from harnpy.lifecycle.worker_documents import resolve_links
     from harnpy.runtime.errors import HarnError, HarnExit, HarnInterrupt, SnapshotExit
     from harnpy.stdlib.jsonlib import to_json_data
 
@@ -266,9 +267,12 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
         return EXIT_RUNTIME
 
     try:
+        path = resolve_links(path)  # a link's target is what a resume claims
         recover_stale_claim(path)  # a resume that died mid-run: its park goes back
     except OSError:
         pass
+    except SnapshotLoadError as e:
+        return fail("HARN-SUS-004", f"failed to load snapshot `{args.resume}`: {e}")
     try:
         doc, _ = read_document(path)
         path, doc = canonical_snapshot(path, doc)

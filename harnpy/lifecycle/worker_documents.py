@@ -490,20 +490,68 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     return doc, raw
 
 
-def canonical_snapshot(path: str, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A daemon's ``<persist_path>/daemon.json`` is a copy: resume through the worker's own
-    snapshot file (``snapshot_path``) when it exists, so both names claim the same file.
+def resolve_links(path: str) -> str:
+    """The file a resume of ``path`` claims: a symbolic link is followed to its target (so
+    every name of a snapshot claims the same file; issue 13 point 2), except that a link
+    inside the worker state directory must point inside it.
 
     Raises:
-        SnapshotLoadError: the worker's own file is unreadable.
+        SnapshotLoadError: a link out of the state directory.
     """
-    if doc.get("_type") != DAEMON_SNAPSHOT_TYPE:
-        return path, doc
+    if not os.path.islink(path):
+        return path
+    from harnpy.lifecycle.workers import state_dir
+
+    real = os.path.realpath(path)
+    here = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    states = os.path.realpath(state_dir())
+    if here == states and os.path.dirname(real) != states:
+        raise SnapshotLoadError(
+            f"`{path}` is a link out of the worker state directory ({states}) to `{real}`; "
+            "refusing to follow it"
+        )
+    return real
+
+
+def canonical_snapshot(path: str, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The file a resume of the snapshot read from ``path`` must claim, and its document:
+    every name of one worker's snapshot claims the same file (lifecycle.md 10
+    "exactly-once"; issue 13 point 2).
+
+    * a symbolic link: its target (:func:`resolve_links`);
+    * the worker's own snapshot file (``snapshot_path``, relative to the working directory)
+      when it exists and is another name of the same file (a hard link) or another file of
+      the same worker — a daemon's ``<persist_path>/daemon.json`` copy, or a hard link
+      whose first rewrite left it holding the old park: the own file decides;
+    * a file with several hard links and no own file to resolve them is refused (each
+      name could be claimed on its own).
+
+    Raises:
+        SnapshotLoadError: a link out of the state directory, several hard links, or the
+            worker's own file is unreadable.
+    """
+    real = resolve_links(path)
+    if real != path:
+        path = real
+        doc, _ = read_document(path)
     own = doc.get("snapshot_path")
-    if type(own) is not str or not os.path.exists(own) or os.path.samefile(own, path):
-        return path, doc
-    own_doc, _ = read_document(own)
-    return own, own_doc
+    if type(own) is str and own and os.path.exists(own):
+        own = resolve_links(own)
+        if os.path.samefile(own, path):
+            return own, doc
+        own_doc, _ = read_document(own)
+        if own_doc.get("id") == doc.get("id") or doc.get("_type") == DAEMON_SNAPSHOT_TYPE:
+            return own, own_doc
+    try:
+        links = os.stat(path).st_nlink
+    except OSError:
+        links = 1
+    if links > 1:
+        raise SnapshotLoadError(
+            f"`{path}` has {links} names (hard links) and the worker's own snapshot "
+            f"`{own}` is not one of them: resume it through one name only"
+        )
+    return path, doc
 
 
 def record_from_document(runtime: Any, doc: dict[str, Any], path: str) -> WorkerRecord:
