@@ -90,9 +90,7 @@ def test_a_plain_string_still_ends_with_its_line(tmp_path: Path) -> None:
 
 
 def test_the_repl_evaluates_the_entry_and_says_an_errors_position_once() -> None:
-    r = harnpy(
-        "repl", input='let u = "${ "{" }"\nu\n"${ "}" + "x" }"\nlet v = "abc\n"ok"\n'
-    )
+    r = harnpy("repl", input='let u = "${ "{" }"\nu\n"${ "}" + "x" }"\nlet v = "abc\n"ok"\n')
     assert r.returncode == 0
     assert r.stdout == '"{"\n"}x"\n"ok"\n'
     assert r.stderr.splitlines()[0] == "<repl#4>:1:9: error[E102]: Unterminated string"
