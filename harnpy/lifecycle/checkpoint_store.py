@@ -14,6 +14,7 @@ from harnpy.lifecycle.workers import (
     WorkerRecord,
     state_dir,
 )
+from harnpy.security import private_dir
 
 
 def snapshot_dir(runtime: Any) -> str:
@@ -40,7 +41,7 @@ def snapshot_dir(runtime: Any) -> str:
             raise NotADirectoryError(errno.ENOTDIR, "not a directory")
         if not _writable(preferred):
             raise PermissionError(errno.EACCES, "not writable")
-        os.makedirs(preferred, exist_ok=True)
+        _private_missing(preferred)
     except OSError as e:
         if explicit:  # the user chose it: never put durable state elsewhere behind their back
             raise OSError(
@@ -48,10 +49,23 @@ def snapshot_dir(runtime: Any) -> str:
                 f"HARN_WORKER_STATE_DIR `{preferred}` cannot be used: {e.strerror or e}",
             ) from None
         tag = hashlib.sha256(os.path.abspath(preferred).encode()).hexdigest()[:12]
-        chosen = os.path.join(tempfile.gettempdir(), f"harnpy-{os.getuid()}", "workers", tag)
-        os.makedirs(chosen, mode=0o700, exist_ok=True)
+        base = os.path.join(tempfile.gettempdir(), f"harnpy-{os.getuid()}")
+        chosen = os.path.join(base, "workers", tag)
+        # every level below the shared temp directory must be ours and private: a directory
+        # another user created there first (to read or swap our snapshots) is refused
+        for d in (base, os.path.join(base, "workers"), chosen):
+            private_dir(d)
     cache[preferred] = chosen
     return chosen
+
+
+def _private_missing(path: str) -> None:
+    """Create ``path`` and its missing parents with mode 0700 whatever the umask (the
+    default ``.harn/workers``: ``.harn`` too holds private state). An existing directory is
+    left as it is (one the user made, or chose with ``HARN_WORKER_STATE_DIR``)."""
+    if os.path.isdir(path):
+        return
+    private_dir(path)
 
 
 def _writable(path: str) -> bool:

@@ -46,6 +46,7 @@ from harnpy.lifecycle.triggers.dispatcher import (
     timeout_event,
 )
 from harnpy.lifecycle.triggers.store import WaitRecord, store_log_dir
+from harnpy.security import private_dir
 from harnpy.store.sql import SqlStore
 
 CRASH_ENV = "HARNPY_WORKER_TEST_CRASH"
@@ -160,10 +161,13 @@ class SubprocessResume:
         env = dict(os.environ)
         env.update(resume_env(req, ticket))
         log_dir = store_log_dir(ticket.store.location)
-        os.makedirs(log_dir, mode=0o700, exist_ok=True)
+        private_dir(log_dir)
         log_path = os.path.join(log_dir, f"{req.wait_id}.log")
         beat = self.heartbeat_s or max(0.05, ticket.lease_ms / 3000.0)
-        with open(log_path, "ab") as log:
+        # transcripts and tool output: readable by the owner only, whatever the umask
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "ab") as log:
             start = log.tell()
             proc = subprocess.Popen(shim, env=env, stdout=log, stderr=subprocess.STDOUT)
             last = time.monotonic()
