@@ -25,9 +25,12 @@ ExternalName = Literal["config", "transcript"]
 @shape()
 @attrs.define(kw_only=True)
 class ConfigRecord:
-    """``config`` of a worker snapshot: only ``mode`` is checked (3.6 load rules)."""
+    """``config`` of a worker snapshot (3.6 load rules): its ``mode``, and ``spec`` (the
+    worker's name, task, options...) a dict when present — every reader does
+    ``spec.get(...)``."""
 
     mode: WorkerMode
+    spec: dict[str, Any] | None = None
 
 
 @shape()

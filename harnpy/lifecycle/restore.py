@@ -155,6 +155,9 @@ def restore_thread(
             structure(rec.transcript, TranscriptRecord)
         except ShapeError as e:
             raise SnapshotError(f"the worker's transcript is malformed: {e}", "E404") from None
+        if log is None:
+            # (a transcript file beside the snapshot is checked by transcript_store.load)
+            check_messages(rec.transcript["messages"])
     if log is not None:
         from harnpy.lifecycle import transcript_store
 
@@ -167,6 +170,26 @@ def restore_thread(
         raise SnapshotError("the embedded snapshot's pending slot is out of range", "E404")
     th.pending_slot = slot
     return th
+
+
+def check_messages(messages: list[Any]) -> None:
+    """Check every message of a restored transcript as the agent loop will read it (the
+    LLM message shape: a role, content, well-formed tool calls), so a damaged message is a
+    load error, not a worker that fails on its next turn and overwrites its park.
+
+    Raises:
+        SnapshotError: ``E404`` naming the message and the problem.
+    """
+    from harnpy.llm.errors import LlmError
+    from harnpy.llm.options import coerce_message
+
+    for i, m in enumerate(messages):
+        try:
+            coerce_message(m, f"messages[{i}]")
+        except LlmError as e:
+            raise SnapshotError(
+                f"the worker's transcript is malformed: {e.message}", "E404"
+            ) from None
 
 
 def check_loop_states(top: Any) -> None:
