@@ -1269,6 +1269,20 @@ class _Decoder:
             ) from None
 
 
+def _check_library_globals(m: Any, g: dict[str, Any]) -> None:
+    """Every global library module ``m`` declares is in its restored globals ``g``, and
+    each function (``fn``, ``tool``, ``struct`` constructor) is one. Raises SnapshotError
+    E404."""
+    own_fns = {c.name for c in m.codes.values()}
+    for name, kind in m.global_kinds.items():
+        if kind == "fn" and name not in own_fns:
+            continue  # an imported name (bound again after the restore) or a struct type
+        if name not in g:
+            raise _damaged(f"the globals of library {m.path} lack `{name}`")
+        if kind == "fn" and type(g[name]) not in (Closure, StructType):
+            raise _damaged(f"`{name}` of library {m.path} is not a function")
+
+
 def _check_frame_chains(heap: list[Any]) -> None:
     """Refuse a snapshot whose frames' ``parent`` links form a cycle (a damaged file: the
     thread would return into itself forever). Raises SnapshotError E404."""
@@ -1650,6 +1664,13 @@ def restore(
                 f"(hash {rec['hash'][:12]}… != {m.hash[:12]}…); refusing to resume",
                 "E406",
             )
+    # a library module ran to its end before anything used it: all its globals exist
+    libraries_by_key = {
+        rec["key"]: modules[rec["key"]]
+        for rec in doc["modules"]
+        if rec.get("role") == "library" and not modules[rec["key"]].repl
+    }
+    libraries = list(libraries_by_key.values())
     th = Thread(runtime, doc["thread"]["name"])
     d = _Decoder(doc, modules, th, live)
     if decoder_out is not None:
@@ -1688,6 +1709,11 @@ def restore(
                         f"the globals of {m.path} name `{unknown[0]}`, which the module "
                         "does not declare"
                     )
+                if m in libraries:
+                    _check_library_globals(m, g)
+        for key in libraries_by_key:
+            if key not in doc["globals"] and (globals_for is None or key in globals_for):
+                raise _damaged(f"the snapshot lacks the globals of library {key}")
     except SnapshotError:
         raise
     except RecursionError:

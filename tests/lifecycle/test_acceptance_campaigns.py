@@ -219,6 +219,7 @@ if os.path.exists(path):
 else:
     s.eval("var n = 0")
     s.eval('let pad = "x".repeat(200000)')  # a snapshot that takes a while to write
+    s.save(path)  # the first state, before any kill
 sys.stdout.write("ready\\n")
 sys.stdout.flush()
 while True:
