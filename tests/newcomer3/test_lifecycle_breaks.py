@@ -98,13 +98,15 @@ def _bad_loop_state(doc: dict[str, Any]) -> None:
 
 
 def test_internal_error_while_the_resumed_worker_runs_keeps_the_park(tmp_path: Path) -> None:
-    """Damage the decoder lets through fails once the worker runs (an internal error):
-    no traceback, exit 1, and the claimed bytes are put back (resumable again)."""
+    """Adjusted test (was: the damage failed once the worker ran, an internal error): a
+    damaged agent loop state is now refused when the snapshot is loaded (issue 13 point 8,
+    ``AgentLoopStateRecord``): no traceback, no internal error, exit 1, the file as it was
+    (resumable again once repaired)."""
     snap = _park(tmp_path)
     before = _edit(snap, _bad_loop_state)
     p = harnpy("run", "--resume", str(snap), cwd=tmp_path, env=ENV)
-    assert "Traceback" not in p.stderr, p.stderr
-    assert "E999" in p.stderr and "is parked again" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and "E999" not in p.stderr, p.stderr
+    assert "HARN-SUS-004" in p.stderr and "agent loop state" in p.stderr, p.stderr
     assert p.returncode == 1
     assert snap.read_bytes() == before
 
