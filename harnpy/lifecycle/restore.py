@@ -214,6 +214,17 @@ def check_loop_states(top: Any) -> None:
                     raise SnapshotError(
                         f"the agent loop state in {fr.code.name} is damaged: {e}", "E404"
                     ) from None
+                from harnpy.llm.errors import LlmError
+                from harnpy.llm.types import ToolSpec
+
+                for tool in v["tools"]:
+                    try:
+                        ToolSpec.coerce(tool)  # as the loop offers it to the model
+                    except LlmError as e:
+                        raise SnapshotError(
+                            f"the agent loop state in {fr.code.name} is damaged: {e.message}",
+                            "E404",
+                        ) from None
         fr = fr.parent
 
 

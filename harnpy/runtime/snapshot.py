@@ -1281,6 +1281,8 @@ def _check_library_globals(m: Any, g: dict[str, Any]) -> None:
             raise _damaged(f"the globals of library {m.path} lack `{name}`")
         if kind == "fn" and type(g[name]) not in (Closure, StructType):
             raise _damaged(f"`{name}` of library {m.path} is not a function")
+        if kind == "fn" and type(g[name]) is Closure and g[name].bound_self is not None:
+            raise _damaged(f"function `{name}` of library {m.path} is bound to a value")
 
 
 def _check_frame_chains(heap: list[Any]) -> None:
