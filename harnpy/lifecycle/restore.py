@@ -207,6 +207,13 @@ def check_loop_states(top: Any) -> None:
     while fr is not None and seen < 100_000:
         seen += 1
         for v in getattr(fr, "slots", ()):
+            if type(v) is dict and "pending_calls" in v and "iteration" in v:
+                if v.get("_type") != "agent_loop_state":  # a loop state lost its tag
+                    raise SnapshotError(
+                        f"the agent loop state in {fr.code.name} is damaged: its `_type` "
+                        "is not agent_loop_state",
+                        "E404",
+                    )
             if type(v) is dict and v.get("_type") == "agent_loop_state":
                 try:
                     structure(v, AgentLoopStateRecord)
