@@ -391,33 +391,6 @@ def result_dict(resp: Any, request: Any) -> dict[str, Any]:
     return out
 
 
-def _json_wanted(options: dict[str, Any]) -> tuple[bool, Any]:
-    schema = None
-    for key in ("output_schema", "schema", "json_schema"):
-        if options.get(key) is not None:
-            schema = options[key]
-            break
-    return options.get("response_format") == "json" or schema is not None, schema
-
-
-def _retry_request(request: Any, resp: Any, problems: list[str]) -> Any:
-    from harnpy.llm import Message
-
-    nudge = (
-        "Your previous answer was not valid for the requested output: "
-        + "; ".join(problems[:5])
-        + ". Reply again with only a JSON value that satisfies the schema."
-    )
-    messages = [
-        *request.messages,
-        Message(role="assistant", content=resp.text),
-        Message(role="user", content=nudge),
-    ]
-    import attrs  # the LLM layer's shapes are attrs classes (imported with it)
-
-    return attrs.evolve(request, messages=messages)
-
-
 def start_llm_call(
     thread: Any,
     args: tuple[Any, ...],
@@ -439,47 +412,15 @@ def start_llm_call(
     if experiments.wants_experiment(options):  # rewritten in Harn code, then called again
         experiments.start(thread, prompt, system, options)
         return None
+    from harnpy.lifecycle import structured_calls
+
+    options = structured_calls.normalize_output_options(thread, options, where)
     request = build(prompt, system, options, where=where, cache=message_cache(thread.runtime))
-    opts = options or {}
-    wants_json, schema = _json_wanted(opts)
-    retries = opts.get("schema_retries")
-    if retries is None:
-        retries = DEFAULT_SCHEMA_RETRIES
-    elif type(retries) is not int or retries < 0:
-        raise HarnThrow(
-            error_envelope(
-                "config", f"{where}: option `schema_retries` must be a non-negative int", request
-            )
-        )
-    left = [retries]
-    current = [request]
+    loop = structured_calls.schema_loop(thread, options, request, where, DEFAULT_SCHEMA_RETRIES)
 
     def finish(resp: Any) -> Any:
-        req = current[0]
-        out = result_dict(resp, req)
-        if not wants_json:
-            return out if wrap is None else wrap(out)
-        ok, data, problem = parse_json_answer(resp.text)
-        problems = [problem] if not ok else []
-        if ok and schema is not None:
-            problems = schema_issues(data, schema)
-        if not problems:
-            out["data"] = data
-            return out if wrap is None else wrap(out)
-        if left[0] > 0:
-            left[0] -= 1
-            current[0] = _retry_request(req, resp, problems)
-            return Again(current[0])
-        raise HarnThrow(
-            error_envelope(
-                "schema_validation",
-                f"{where}: the model's answer does not match the requested output: "
-                + "; ".join(problems[:5]),
-                resp,
-                errors=problems,
-                text=resp.text,
-            )
-        )
+        out = loop.answer(thread, resp, result_dict(resp, loop.current))
+        return out if wrap is None or isinstance(out, Again) else wrap(out)
 
     submit_blocking(thread, request, finish, on_error=on_error)
 

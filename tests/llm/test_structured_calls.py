@@ -385,3 +385,69 @@ def test_budgets_refuse_before_sending_in_every_variant(run) -> None:
         "budget_exceeded",
         "0",
     ]
+
+
+# ------------------------------------------------------------------ llm_call's schema loop
+
+
+def test_llm_call_output_format_kinds(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock('{"verdict": "typed"}')
+        + 'let a = llm_call("q", nil, {provider: "mock", '
+        'output_format: {kind: "json_schema", schema: s, strict: true}})\n'
+        "println(a.data.verdict)\n"
+        + mock('x {"any": 1} y')
+        + 'println(llm_call("q", nil, {provider: "mock", output_format: "json_object"}).data)\n'
+        + mock("plain")
+        + 'let t = llm_call("q", nil, {provider: "mock", output_format: {kind: "text"}})\n'
+        "println(t.data == nil)\n"
+        'let bad = try { llm_call("q", nil, {provider: "mock", output_format: "yaml"}) }\n'
+        "println(unwrap_err(bad).category)\n"
+        'let none = try { llm_call("q", nil, {provider: "mock", '
+        'output_format: {kind: "json_schema"}}) }\n'
+        "println(unwrap_err(none).message)\n"
+    )
+    assert out == [
+        "typed",
+        "{any: 1}",
+        "true",
+        "config",
+        "llm_call: `output_format` of kind `json_schema` needs a `schema`",
+    ]
+
+
+def test_llm_call_output_validation_off_and_warn(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock('{"note": "x"}')
+        + 'let r = llm_call("q", nil, {provider: "mock", output_schema: s, schema_retries: 0, '
+        'output_validation: "off"})\n'
+        "println([r.data, r.text, len(r.validation_errors)])\n"
+        + mock("prose")
+        + 'let w = llm_call("q", nil, {provider: "mock", response_format: "json", '
+        'schema_retries: 0, output_validation: "warn"})\n'
+        "println(w.validation_errors)\n"
+        'let bad = try { llm_call("q", nil, {provider: "mock", output_validation: "loud"}) }\n'
+        "println(unwrap_err(bad).category)\n"
+    )
+    assert out[0] == '[nil, {"note": "x"}, 1]'
+    assert out[1].startswith("warning: llm_call: the model's answer does not match")
+    assert out[2] == f"[{NO_JSON}]"
+    assert out[3] == "config"
+
+
+def test_llm_call_retry_keeps_the_transcript_of_the_answered_request(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock("no")
+        + mock('{"verdict": "ok"}')
+        + 'let r = llm_call("q", nil, {provider: "mock", output_schema: s})\n'
+        "println(transcript_messages(r.transcript).map({ m -> m.role }))\n"
+    )
+    assert out == ["[user, user, assistant]"]
+
+
+@pytest.mark.parametrize("name", ["llm_schema_retry", "llm_output_format"])
+def test_llm_call_conformance_case(name: str) -> None:
+    test_conformance_case(name)
