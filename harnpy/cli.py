@@ -118,6 +118,12 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     run.add_argument(
         "--input", metavar="TEXT", default=None, help="with --resume: the worker's resume input"
     )
+    run.add_argument(
+        "--upgrade-code",
+        action="store_true",
+        help="with --resume: continue on the current files when the functions on the parked "
+        "stack did not change (default: the code the snapshot started with)",
+    )
     run.add_argument("--json", action="store_true", help="emit NDJSON events (with --resume)")
     run.add_argument("--quiet", action="store_true", help="with --json: drop stdout/stderr events")
     run.add_argument("--llm-mock", metavar="FILE", help="queue mock LLM replies from JSONL")
@@ -431,8 +437,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         from harnpy.resume_cli import resume_main
 
         return resume_main(args)
-    if args.json or args.quiet or getattr(args, "input", None) is not None:
-        flag = "--json" if args.json else "--quiet" if args.quiet else "--input"
+    upgrade = getattr(args, "upgrade_code", False)
+    if args.json or args.quiet or upgrade or getattr(args, "input", None) is not None:
+        flag = (
+            "--json"
+            if args.json
+            else "--quiet"
+            if args.quiet
+            else "--upgrade-code"
+            if upgrade
+            else "--input"
+        )
         write_err(
             f"harnpy run: error: {flag} applies to --resume SNAPSHOT only (a script's own output is "
             "plain text)\n"

@@ -252,6 +252,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
     from harnpy.stdlib.jsonlib import to_json_data
 
     rt = _runtime(events)
+    rt.upgrade_code = bool(getattr(args, "upgrade_code", False))
     _configure_llm(rt, args)
     # the resumed loop's outcome is this command's result (status line, exit code), not a
     # root loop's failure to report (harnpy.lifecycle.outcome_report)
@@ -366,6 +367,17 @@ def _final_text(summary: Any) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
+def _configured_store(option: str | None) -> Any:
+    """The SQL store ``--store`` or ``HARNPY_STORE`` names (asked for module sources not
+    stored beside a program snapshot), or None."""
+    from harnpy.store import configured_store_url, open_store
+
+    url = configured_store_url(option)
+    if url is None or url.kind not in ("sqlite", "postgresql"):
+        return None
+    return open_store(url)
+
+
 def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
     """``run --resume <program snapshot>`` (module docstring); returns the exit code."""
     from harnpy.cli import (
@@ -382,6 +394,7 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
     from harnpy.stdlib.jsonlib import to_json_data
 
     rt = _runtime(events)
+    rt.upgrade_code = bool(getattr(args, "upgrade_code", False))
 
     def done(code: int, value: Any = None) -> int:
         if events is not None:
@@ -394,7 +407,9 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
         return code
 
     try:
-        th = load_for_resume(path, rt)
+        th = load_for_resume(
+            path, rt, store=lambda: _configured_store(getattr(args, "store", None))
+        )
     except SnapshotError as e:
         write_err(f"{args.resume}: error[{e.code}]: {e.message}\n")
         return failed(EXIT_USAGE, e.code, e.message)

@@ -50,65 +50,110 @@ def loop_frame(thread: Any) -> Any:
     raise runtime_error("internal: no agent loop frame on the stack")
 
 
+def source_lookup(snapshot_path: str) -> Any:
+    """Where a worker resume finds stored module sources: beside the snapshot, and in the
+    store ``HARNPY_STORE`` names (opened only when a source is not stored beside it)."""
+    from harnpy.runtime.sources import SourceLookup
+
+    def configured() -> Any:
+        from harnpy.store import configured_store_url, open_store
+
+        url = configured_store_url()
+        if url is None or url.kind not in ("sqlite", "postgresql"):
+            return None
+        return open_store(url)
+
+    return SourceLookup(snapshot_path, configured)
+
+
 def ensure_modules(
-    runtime: Any, tdoc: dict[str, Any], snapshot_path: str, *, fresh: bool
+    runtime: Any,
+    tdoc: dict[str, Any],
+    snapshot_path: str,
+    *,
+    fresh: bool,
+    lookup: Any = None,
 ) -> set[str]:
     """Compile (without running) every module the embedded snapshot needs that ``runtime``
     has not loaded; returns their keys (their globals come from the snapshot). A ``fresh``
-    runtime (``harnpy run --resume``) takes the snapshot's main module as its own.
+    runtime (``harnpy run --resume``) takes the snapshot's main module as its own. A module
+    whose file changed or is gone is compiled from its stored copy (``lookup``,
+    :func:`source_lookup`); a fresh runtime that opted into the new code
+    (:func:`harnpy.runtime.resume.upgrade_requested`) compiles the current files.
 
     Raises:
-        SnapshotError: a source cannot be found or changed since the snapshot.
+        SnapshotError: a source cannot be found or changed and is not stored.
     """
-    from harnpy.runtime.modules import resolve_import
-    from harnpy.runtime.resume import checked_source
+    from harnpy.runtime.resume import (
+        checked_source,
+        compile_records,
+        current_source,
+        source_pins,
+        upgrade_requested,
+    )
 
-    before = set(runtime.modules)
-    saved_restoring = runtime.restoring
-    runtime.restoring = True
+    lookup = lookup if lookup is not None else source_lookup(snapshot_path)
+    upgrade = fresh and upgrade_requested(runtime)
+    records = [r for r in tdoc["modules"] if isinstance(r, dict)]
+    pins = source_pins(records, snapshot_path, lookup, upgrade=upgrade)
+    saved_pins = runtime.source_pins
+    runtime.source_pins = pins
+
+    def source_of(rec: dict[str, Any]) -> tuple[str, str]:
+        if upgrade:
+            return current_source(rec, snapshot_path, lookup)  # type: ignore[no-any-return]
+        return checked_source(rec, snapshot_path, lookup)  # type: ignore[no-any-return]
+
     try:
-        records = sorted(tdoc["modules"], key=lambda r: r.get("role") != "main")
-        for rec in records:
-            key = rec["key"]
-            if key in runtime.modules:
-                continue
-            if key.startswith("std/"):
-                k, p = resolve_import(key, None)  # type: ignore[arg-type]
-                runtime.import_module(k, p)
-                continue
-            path, source = checked_source(rec, snapshot_path)
-            saved_main = runtime.main_module
-            mod = runtime.load_main(path, source)
-            if not fresh or rec.get("role") != "main":
-                runtime.main_module = saved_main
-            if mod.path != key:
-                runtime.modules[key] = mod
+        return compile_records(runtime, records, source_of, main_is_main=fresh)  # type: ignore[no-any-return]
     finally:
-        runtime.restoring = saved_restoring
-    return set(runtime.modules) - before
+        runtime.source_pins = saved_pins
 
 
 def precheck_sources(runtime: Any, doc: dict[str, Any], snapshot_path: str) -> None:
-    """Before claiming a snapshot: every non-``std`` module it needs can be found and has
-    the recorded source hash (so a resume refused for a changed source writes nothing).
+    """Before claiming a snapshot: every non-``std`` module it needs can be found with the
+    recorded source hash, as a file or a stored copy (so a resume refused for a changed
+    source writes nothing). A fresh runtime that opted into the new code checks the upgrade
+    instead (:func:`harnpy.runtime.resume.upgraded_document`, on a scratch runtime).
 
     Raises:
-        SnapshotError: ``E406`` naming the module.
+        SnapshotError: ``E406`` naming the module (or the changed function on the stack).
     """
-    from harnpy.runtime.resume import changed_source_error, checked_source
+    from harnpy.runtime.resume import changed_source_error, checked_source, upgrade_requested
 
     tdoc = doc.get("harnpy_thread")
     if not isinstance(tdoc, dict):
         return
-    for rec in tdoc.get("modules") or []:
+    lookup = source_lookup(snapshot_path)
+    records = [r for r in tdoc.get("modules") or [] if isinstance(r, dict)]
+    if upgrade_requested(runtime) and not any(r.get("key") in runtime.modules for r in records):
+        from harnpy.runtime.resume import upgraded_document
+        from harnpy.runtime.runtime import Runtime
+
+        scratch = Runtime(stdout=lambda _t: None, stderr=lambda _t: None)
+        scratch.upgrade_code = True
+        full = _with_externals(doc)
+        ensure_modules(scratch, full, snapshot_path, fresh=True, lookup=lookup)
+        upgraded_document(full, scratch, snapshot_path, lookup)
+        return
+    for rec in records:
         key = rec.get("key", "")
         if key.startswith("std/"):
             continue
         live = runtime.modules.get(key)
         if live is None:
-            checked_source(rec, snapshot_path)
+            checked_source(rec, snapshot_path, lookup)
         elif live.hash != rec.get("hash"):
-            raise changed_source_error(rec.get("path", key))
+            raise changed_source_error(str(rec.get("path") or key))
+
+
+def _with_externals(doc: dict[str, Any]) -> dict[str, Any]:
+    """The embedded thread snapshot of worker document ``doc`` with its externals (the
+    transcript and config kept at the top of the worker file) put back in."""
+    tdoc = dict(doc["harnpy_thread"])
+    names = tdoc.get("external_names") or []
+    tdoc["externals"] = {n: doc.get(n) for n in names}
+    return tdoc
 
 
 def restore_thread(
@@ -124,11 +169,11 @@ def restore_thread(
             data (frames, a transcript that is not a :class:`~harnpy.lifecycle.documents.
             TranscriptRecord`).
     """
+    from harnpy.runtime.resume import upgrade_requested, upgraded_document
     from harnpy.runtime.snapshot import restore
 
-    tdoc = dict(doc["harnpy_thread"])
+    tdoc = _with_externals(doc)
     names = tdoc.get("external_names") or []
-    tdoc["externals"] = {n: doc.get(n) for n in names}
     log = None
     if doc.get("transcript_file") is not None:
         # the transcript's lists live in the file beside the snapshot (transcript_store)
@@ -136,7 +181,10 @@ def restore_thread(
 
         lists, log = transcript_store.load(path, doc["transcript_file"])
         tdoc["externals"].update(lists)
-    new = ensure_modules(runtime, tdoc, path, fresh=fresh)
+    lookup = source_lookup(path)
+    new = ensure_modules(runtime, tdoc, path, fresh=fresh, lookup=lookup)
+    if fresh and upgrade_requested(runtime):
+        tdoc = upgraded_document(tdoc, runtime, path, lookup)
     if fresh:
         runtime.argv = list(tdoc["thread"].get("argv", []))
     decoders: list[Any] = []

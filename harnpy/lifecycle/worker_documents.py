@@ -350,6 +350,11 @@ def persist(
             )
         return False
     _remember_file(rec, path)
+    if isinstance(doc.get("harnpy_thread"), dict):  # a park: keep the code it runs
+        from harnpy.runtime.sources import persist_sources
+
+        for problem in persist_sources(runtime, doc, snapshot_path=path):
+            runtime.write_err(f"harnpy: warning: {problem} (a resume then needs the same files)\n")
     if doc.get("status") != "running":
         drop_park_copy(path)  # the resumed worker committed its next state
         if plan is not None and plan.fresh:

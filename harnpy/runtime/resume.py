@@ -13,6 +13,7 @@ from typing import Any
 
 from harnpy.runtime.modules import read_source, source_hash
 from harnpy.runtime.snapshot import SnapshotError
+from harnpy.runtime.sources import SourceLookup, is_stored_kind
 
 
 def source_candidates(path: str, snapshot_path: str) -> list[str]:
@@ -91,54 +92,263 @@ def locate_source(
     raise SnapshotError(f"cannot find the source of {path} needed by the snapshot", "E406")
 
 
-def changed_source_error(path: str) -> SnapshotError:
-    """The E406 refusal for a module whose source no longer has the snapshot's hash."""
+def changed_source_error(path: str, refused: list[str] | None = None) -> SnapshotError:
+    """The E406 refusal for a module whose source no longer has the snapshot's hash (and of
+    which no usable stored copy exists; ``refused`` says why copies found were not used)."""
+    why = f" ({'; '.join(refused)})" if refused else ""
     return SnapshotError(
-        f"the source of {path} changed since the snapshot was taken; refusing to resume "
-        "(the snapshot file is left as it was)",
+        f"the source of {path} changed since the snapshot was taken and no stored copy of "
+        f"the code it ran is available{why}; refusing to resume (the snapshot file is left "
+        "as it was)",
         "E406",
     )
 
 
-def checked_source(rec: dict[str, Any], snapshot_path: str) -> tuple[str, str]:
-    """:func:`locate_source` for module record ``rec``, refusing a source whose hash is not
-    the recorded one.
+def checked_source(
+    rec: dict[str, Any], snapshot_path: str, lookup: SourceLookup | None = None
+) -> tuple[str, str]:
+    """The source module record ``rec`` ran: a file (:func:`locate_source`) whose hash is the
+    recorded one, else the stored copy with that hash from ``lookup``
+    (:mod:`harnpy.runtime.sources`: the snapshot's sources directory, the store); the
+    recorded path is returned with a stored copy.
 
-    Raises SnapshotError (E406): no source found, or it changed since the snapshot."""
-    path, source = locate_source(rec, snapshot_path)
-    if source_hash(source) != rec["hash"]:
-        raise changed_source_error(path)
-    return path, source
+    Raises SnapshotError (E406): no source with the recorded hash is available."""
+    missing: SnapshotError | None = None
+    source: str | None
+    try:
+        path, source = locate_source(rec, snapshot_path)
+    except SnapshotError as e:
+        if e.code != "E406" or lookup is None:
+            raise
+        path, source, missing = "", None, e
+    if source is not None and source_hash(source) == rec["hash"]:
+        return path, source
+    stored = lookup.get(rec["hash"], rec["path"]) if lookup is not None else None
+    if stored is not None:
+        return rec["path"], stored
+    if source is None:
+        why = f" ({'; '.join(lookup.refused)})" if lookup is not None and lookup.refused else ""
+        raise SnapshotError(
+            f"cannot find the source of {rec['path']} needed by the snapshot, and no stored "
+            f"copy of it is available{why}",
+            "E406",
+        ) from missing
+    raise changed_source_error(path, lookup.refused if lookup is not None else None)
 
 
-def load_for_resume(snapshot_path: str, runtime: Any) -> Any:
-    """Load ``snapshot_path`` into ``runtime`` and return the restored thread."""
+def upgrade_requested(runtime: Any) -> bool:
+    """Whether a resume runs on the current code (``run --resume --upgrade-code``, or
+    ``HARNPY_UPGRADE_CODE=1`` for resumes started by ``harnpy worker`` / ``harnpy waitpoint
+    resume``)."""
+    if getattr(runtime, "upgrade_code", False):
+        return True
+    return os.environ.get(UPGRADE_ENV, "").lower() in ("1", "true", "yes")
+
+
+#: Environment variable opting every resume of this process into the current code.
+UPGRADE_ENV = "HARNPY_UPGRADE_CODE"
+
+
+def current_source(
+    rec: dict[str, Any], snapshot_path: str, lookup: SourceLookup | None
+) -> tuple[str, str]:
+    """For an upgrading resume: the module's current file (the recorded path first, then the
+    relocated candidates), whatever its hash; a module whose file is gone runs its stored
+    copy (the code it started with).
+
+    Raises SnapshotError (E406): neither exists."""
+    try:
+        return locate_source(rec, snapshot_path, expected_hash=_NO_HASH)
+    except SnapshotError as e:
+        if e.code != "E406":
+            raise
+        return checked_source(rec, snapshot_path, lookup)
+
+
+#: A hash no source has: :func:`locate_source` then returns the first existing candidate.
+_NO_HASH = "-"
+
+
+def source_pins(
+    records: list[dict[str, Any]],
+    snapshot_path: str,
+    lookup: SourceLookup | None,
+    *,
+    upgrade: bool,
+) -> dict[str, str]:
+    """The library sources a restore compiles instead of reading their files (module key ->
+    text, :attr:`harnpy.runtime.runtime.Runtime.source_pins`): every library's source the
+    snapshot ran; with ``upgrade`` only those whose file is gone.
+
+    Raises SnapshotError (E406): a library's source is nowhere to be found."""
+    pins: dict[str, str] = {}
+    for rec in records:
+        key = rec.get("key")
+        if rec.get("role") == "main" or not isinstance(key, str):
+            continue
+        if not is_stored_kind(key, rec.get("path", "")):
+            continue
+        if upgrade and os.path.exists(key):
+            continue
+        try:
+            pins[key] = checked_source(rec, snapshot_path, lookup)[1]
+        except SnapshotError:
+            if upgrade:
+                raise
+            # a moved project: the import finds the library where it is now (and restore
+            # checks its hash)
+    return pins
+
+
+def compile_records(
+    runtime: Any, records: list[dict[str, Any]], source_of: Any, *, main_is_main: bool = True
+) -> set[str]:
+    """Compile (without running) the modules of ``records`` that ``runtime`` lacks, the main
+    module first (its imports compile the libraries), then any record still missing;
+    ``source_of(rec) -> (path, text)``. With ``main_is_main`` the main record becomes the
+    runtime's main module. Returns the keys compiled.
+
+    Raises SnapshotError (from ``source_of``), DiagnosticError (a module does not compile)."""
+    from harnpy.runtime.modules import resolve_import
+
+    before = set(runtime.modules)
+    saved_restoring = runtime.restoring
+    runtime.restoring = True
+    try:
+        for rec in sorted(records, key=lambda r: r.get("role") != "main"):
+            key = rec["key"]
+            if key in runtime.modules:
+                continue
+            if key.startswith("std/"):
+                k, p = resolve_import(key, None)  # type: ignore[arg-type]
+                runtime.import_module(k, p)
+                continue
+            path, source = source_of(rec)
+            saved_main = runtime.main_module
+            mod = runtime.load_main(path, source)
+            if not main_is_main or rec.get("role") != "main":
+                runtime.main_module = saved_main
+            if mod.path != key:
+                runtime.modules[key] = mod
+    finally:
+        runtime.restoring = saved_restoring
+    return set(runtime.modules) - before
+
+
+def upgraded_document(
+    doc: dict[str, Any], runtime: Any, snapshot_path: str, lookup: SourceLookup | None
+) -> dict[str, Any]:
+    """``doc`` (an encoded thread snapshot, externals included) translated to the modules
+    ``runtime`` compiled from the current files (:mod:`harnpy.runtime.code_upgrade`), or
+    ``doc`` itself when no module changed. A note per changed function the run will call
+    goes to ``runtime``'s stderr.
+
+    Raises SnapshotError (E406): a function on the stack changed, the source the snapshot
+    ran is not available to compare with, or a change cannot be bound."""
+    from harnpy.runtime.code_upgrade import plan_upgrade, translate
+    from harnpy.runtime.runtime import Runtime
+
+    records = [r for r in doc["modules"] if isinstance(r, dict)]
+    known = {id(runtime.modules[r["key"]]) for r in records if r["key"] in runtime.modules}
+    for key, mod in runtime.modules.items():
+        if id(mod) not in known and not key.startswith(("std/", "harnpy/")):
+            raise SnapshotError(
+                f"--upgrade-code: the new code imports {key}, which the parked run never "
+                "loaded (its top level never ran); resume without --upgrade-code to run "
+                "the code the snapshot started with (the snapshot is left as it was)",
+                "E406",
+            )
+    changed = [
+        r["key"]
+        for r in records
+        if r["key"] in runtime.modules
+        and is_stored_kind(r["key"], r.get("path", ""))
+        and runtime.modules[r["key"]].hash != r["hash"]
+    ]
+    if not changed:
+        return doc
+
+    def old_source(rec: dict[str, Any]) -> tuple[str, str]:
+        try:
+            return checked_source(rec, snapshot_path, lookup)
+        except SnapshotError:
+            raise SnapshotError(
+                f"--upgrade-code: the source {rec['path']} ran when it parked is not stored "
+                f"(sha256 {rec['hash'][:12]}…), so the functions that changed cannot be "
+                "told apart; restore that file to resume",
+                "E406",
+            ) from None
+
+    scratch = Runtime(stdout=lambda _t: None, stderr=lambda _t: None)
+    scratch.source_pins = {
+        r["key"]: old_source(r)[1]
+        for r in records
+        if is_stored_kind(r["key"], r.get("path", "")) and r.get("role") != "main"
+    }
+    compile_records(scratch, records, lambda r: (r["path"], old_source(r)[1]), main_is_main=True)
+    old = {k: scratch.modules[k] for k in changed if k in scratch.modules}
+    plan = plan_upgrade(doc, runtime, old, [k for k in changed if k in old])
+    for note in plan.notes:
+        runtime.write_err(f"harnpy: --upgrade-code: {note}\n")
+    return translate(doc, plan)
+
+
+def load_for_resume(snapshot_path: str, runtime: Any, *, store: Any = None) -> Any:
+    """Load ``snapshot_path`` into ``runtime`` and return the restored thread (``store``: a
+    store, or a callable opening one, asked for module sources not stored beside the
+    snapshot)."""
     from harnpy.runtime.snapshot import load_document
 
-    return load_document_for_resume(load_document(snapshot_path), snapshot_path, runtime)
+    return load_document_for_resume(
+        load_document(snapshot_path), snapshot_path, runtime, store=store
+    )
 
 
-def load_document_for_resume(doc: dict[str, Any], snapshot_path: str, runtime: Any) -> Any:
+def load_document_for_resume(
+    doc: dict[str, Any],
+    snapshot_path: str,
+    runtime: Any,
+    *,
+    store: Any = None,
+    upgrade: bool | None = None,
+) -> Any:
     """Load the program snapshot ``doc`` (unsealed and validated already: a file's, or a
     store checkpoint's) into ``runtime`` and return the restored thread. Sources are
     looked for relative to ``snapshot_path`` and the working directory
-    (:func:`source_candidates`).
+    (:func:`source_candidates`), then among the stored copies (the snapshot's sources
+    directory, ``store``: :class:`~harnpy.runtime.sources.SourceLookup`). By default the
+    run continues on the code it started with; with ``upgrade`` (default
+    :func:`upgrade_requested`) on the current files, when the functions on its stack did
+    not change (:mod:`harnpy.runtime.code_upgrade`).
 
     Raises SnapshotError (E404 / E406), DiagnosticError (a module does not compile)."""
     from harnpy.runtime.snapshot import restore
 
+    if upgrade is None:
+        upgrade = upgrade_requested(runtime)
+    lookup = SourceLookup(snapshot_path, store)
     mains = [m for m in doc["modules"] if m.get("role") == "main"]
     if len(mains) != 1:
         raise SnapshotError("snapshot does not name exactly one main module", "E404")
     main = mains[0]
-    path, source = checked_source(main, snapshot_path)
+    if upgrade and not is_pseudo_path(main["key"]):
+        path, source = current_source(main, snapshot_path, lookup)
+    else:
+        path, source = checked_source(main, snapshot_path, lookup)
+    pins = source_pins(doc["modules"], snapshot_path, lookup, upgrade=upgrade)
     runtime.restoring = True
     runtime.argv = list(doc["thread"].get("argv", []))
-    mod = runtime.load_main(path, source)
-    if mod.path != main["key"]:
-        runtime.modules[main["key"]] = mod
-        _alias_relocated_modules(doc, runtime, main["path"], path)
-    load_std_modules(doc, runtime)
+    runtime.source_pins = pins
+    try:
+        mod = runtime.load_main(path, source)
+        if mod.path != main["key"]:
+            runtime.modules[main["key"]] = mod
+            _alias_relocated_modules(doc, runtime, main["path"], path)
+        load_std_modules(doc, runtime)
+    finally:
+        runtime.source_pins = {}
+    if upgrade:
+        doc = upgraded_document(doc, runtime, snapshot_path, lookup)
     th = restore(doc, runtime)
     runtime.restoring = False
     runtime.relink_imports()

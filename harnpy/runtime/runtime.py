@@ -89,6 +89,11 @@ class Runtime:
         #: The thread whose run loop ran last (set by ``Thread.run``; interrupts target it).
         self.current_thread: Thread | None = None
         self.restoring = False
+        #: While restoring: module key -> the source a snapshot ran (its stored copy when the
+        #: file changed or is gone); imports of those keys use it (harnpy.runtime.sources).
+        self.source_pins: dict[str, str] = {}
+        #: A resume opted into the current code (``run --resume --upgrade-code``).
+        self.upgrade_code = False
         from harnpy.runtime.scheduler import Scheduler
 
         self.scheduler = Scheduler(self)
@@ -285,7 +290,8 @@ class Runtime:
             if type(s) is not A.ImportDecl:
                 continue
             try:
-                key, path = M.resolve_import(s.path, mod)
+                pinned = self._pinned_import(s.path, mod) if self.source_pins else None
+                key, path = pinned or M.resolve_import(s.path, mod)
             except HarnError as e:
                 raise M.syntax_error(mod.path, mod.source, e.message, s.span, "E206") from None
             if key in self.loading:
@@ -323,6 +329,22 @@ class Runtime:
                     mod.pub_reexports.append(name)
             if not self.restoring:
                 self._bind_names(mod, lib, names, s)
+
+    def _pinned_import(self, spec: str, importer: ModuleInstance) -> tuple[str, Path] | None:
+        """While restoring: the pinned module (:attr:`source_pins`) an import of ``spec``
+        from ``importer`` named when the snapshot was taken, even if its file is gone."""
+        if spec.startswith("std/") or not self.restoring:
+            return None
+        base = Path(importer.directory)
+        cands = [base / spec]
+        if not spec.endswith(".harn"):  # the order of modules.resolve_import
+            cands = [base / (spec + ".harn"), *cands, base / spec / "index.harn"]
+            cands.append(base / spec / "lib.harn")
+        for c in cands:
+            key = str(c.resolve())
+            if key in self.source_pins:
+                return key, Path(key)
+        return None
 
     def _bind_names(
         self, mod: ModuleInstance, lib: ModuleInstance, names: list[str], s: Any
@@ -374,7 +396,8 @@ class Runtime:
         self.loading.add(key)
         try:
             try:
-                source = M.read_source(str(path))
+                pin = self.source_pins.get(key) if self.restoring else None
+                source = pin if pin is not None else M.read_source(str(path))
             except (OSError, UnicodeDecodeError) as e:
                 why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
                 raise plain_error(

@@ -62,6 +62,10 @@ def snapshot_exit(thread: Any, path: Any = None) -> Any:
         raise plain_error(f"Runtime error: snapshot failed: {e.message}", e.code) from None
     except OSError as e:
         raise runtime_error(f"snapshot failed: cannot write {path}: {e.strerror or e}") from None
+    from harnpy.runtime.sources import persist_sources
+
+    for problem in persist_sources(thread.runtime, doc, snapshot_path=path):
+        thread.write_err(f"harnpy: warning: {problem} (a resume then needs the same files)\n")
     raise SnapshotExit(path)
 
 

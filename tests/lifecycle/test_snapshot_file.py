@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harnpy.lifecycle.suspend import read_document
+from harnpy.runtime.sources import sources_dir
 from tests.conftest import harnpy
 from tests.lifecycle.conftest import PARK_ONCE, RunHarn, lines, load, snapshots
 from tests.sealing import write_doc
@@ -275,6 +277,10 @@ def test_a_failed_resume_leaves_the_snapshot_untouched(tmp_path: Path) -> None:
     before = snap.read_bytes()
     mtime = snap.stat().st_mtime_ns
     (tmp_path / "p.harn").write_text(PARK_SCRIPT + "\n// edited\n", encoding="utf-8")
+    # without the stored copy of the code it ran (else it resumes on that copy:
+    # tests/lifecycle/test_resume_code_changes.py)
+    stored = sources_dir(str(snap))
+    shutil.move(stored, stored + ".away")
     r = harnpy("run", "--resume", str(snap), cwd=tmp_path, env={"HARN_WORKER_STATE_DIR": "state"})
     assert r.returncode == 1
     assert "HARN-SUS-004" in r.stderr and "changed since the snapshot was taken" in r.stderr

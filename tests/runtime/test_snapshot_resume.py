@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harnpy.runtime.sources import sources_dir
 from harnpy.security import seal
 from tests.conftest import harnpy
 from tests.sealing import write_doc
@@ -64,6 +65,9 @@ def test_resume_refuses_changed_source_and_keeps_the_snapshot(tmp_path: Path) ->
     assert harnpy("run", str(prog), env={"SNAP": str(snap)}).returncode == 3
     before = snap.read_bytes()
     prog.write_text(prog.read_text().replace("level2 after", "level2 later"))
+    # the stored copy of the code it ran is gone too (else the resume runs on it:
+    # tests/lifecycle/test_resume_code_changes.py)
+    shutil.rmtree(sources_dir(str(snap)))
     res = harnpy("run", "--resume", str(snap), cwd=tmp_path)
     assert res.returncode == 2
     assert "changed since the snapshot was taken" in res.stderr

@@ -120,6 +120,7 @@ def park(
             (E411) or this process's claim was lost (E412).
     """
     from harnpy.runtime.snapshot import SnapshotError, seal_document, snapshot
+    from harnpy.runtime.sources import persist_sources
     from harnpy.store import CheckpointMeta, ClaimRefused, Fenced, StoreError
 
     rt = thread.runtime
@@ -154,7 +155,8 @@ def park(
         "timeout_ms": ms,
     }
     try:
-        body = seal_document(snapshot(thread, {"waitpoint_park": pk}))
+        snap = snapshot(thread, {"waitpoint_park": pk})
+        body = seal_document(snap)
     except SnapshotError as e:
         if e.code == "E402":  # e.g. a live task: wait in this process instead
             if timer is not None:
@@ -177,6 +179,8 @@ def park(
     )
     waiters = [*ids, *([timer] if timer else [])]
     try:  # the checkpoint and its waiter rows commit together (nothing strands a park)
+        # the code it runs, before the checkpoint that needs it (any replica may resume it)
+        persist_sources(rt, snap, store=store)
         if st.fence is not None:
             fence, st.fence = st.fence, None
             st.release()
@@ -379,7 +383,9 @@ def resume_checkpoint(
         doc = open_document(claim.body, f"checkpoint {ref}")
         validate_document(doc, ref)
         pk = _check_park(doc)
-        th = load_document_for_resume(doc, os.path.join(os.getcwd(), ".harn", "checkpoint"), rt)
+        th = load_document_for_resume(
+            doc, os.path.join(os.getcwd(), ".harn", "checkpoint"), rt, store=store
+        )
         frame = th.frame
         if frame is None or frame.native or not 0 <= pk["target"] < len(frame.slots):
             raise SnapshotError("the checkpoint's waiting call is not where it says", "E404")
