@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harnpy.runtime.sources import sources_dir
 from tests.conftest import harnpy
 
 ENV = {"HARN_LLM_CALLS_DISABLED": "1", "HARN_WORKER_STATE_DIR": ".harn/workers"}
@@ -125,6 +126,10 @@ def test_workers_resume_after_reverting_an_edit(tmp_path: Path) -> None:
     env, snap, wid = _durable_park(tmp_path)
     main = tmp_path / "main.harn"
     main.write_text(DURABLE + "// edited\n", encoding="utf-8")
+    # without the stored copy of the code it ran (with it, the resume runs on that copy:
+    # tests/lifecycle/test_resume_code_changes.py)
+    stored = sources_dir(str(tmp_path / snap))
+    shutil.move(stored, stored + ".away")
     bad = harnpy("workers", "resume", wid, cwd=tmp_path, env=env)
     assert bad.returncode == 1
     main.write_text(DURABLE, encoding="utf-8")
