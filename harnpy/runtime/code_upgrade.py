@@ -205,12 +205,16 @@ class UpgradePlan:
     modules: dict[str, _ModulePlan] = field(default_factory=dict)
     #: one line per function the new code changed that the resumed run will use
     notes: list[str] = field(default_factory=list)
+    #: (module key, code id) -> old pc -> new pc, for a changed top level on the stack
+    pc_maps: dict[tuple[str, int], dict[int, int]] = field(default_factory=dict)
+    #: (module key, global name) of removed top-level functions, dropped with their global
+    drops: set[tuple[str, str]] = field(default_factory=set)
 
 
-def code_refs(doc: Any) -> list[tuple[str, str, int]]:
-    """``(kind, module key, code id)`` of every frame and closure record in an encoded
-    document (kind ``frame`` / ``closure``)."""
-    out: list[tuple[str, str, int]] = []
+def code_refs(doc: Any) -> list[tuple[str, str, int, Any]]:
+    """``(kind, module key, code id, pc)`` of every frame and closure record in an encoded
+    document (kind ``frame`` / ``closure``; ``pc`` None for a closure)."""
+    out: list[tuple[str, str, int, Any]] = []
     stack = [doc]
     while stack:
         v = stack.pop()
@@ -222,8 +226,52 @@ def code_refs(doc: Any) -> list[tuple[str, str, int]]:
                 ref = v.get("code")
                 if type(ref) is list and len(ref) == 2 and type(ref[0]) is str:
                     if type(ref[1]) is int:
-                        out.append((tag, ref[0], ref[1]))
+                        out.append((tag, ref[0], ref[1], v.get("pc")))
             stack.extend(v.values())
+    return out
+
+
+#: Top-level statements that are declarations: one store instruction each in the module
+#: initialiser (or none), whatever their body.
+_DECLS = (
+    A.FnDecl,
+    A.ToolDecl,
+    A.StructDecl,
+    A.EnumDecl,
+    A.TypeDecl,
+    A.InterfaceDecl,
+    A.ImportDecl,
+    A.ImplDecl,
+)
+
+
+def _top_statements(tree: A.Module) -> str:
+    """The top level without its declarations (what the initialiser computes)."""
+    from harnpy.runtime.modules import _unwrap
+
+    return repr([_stub(s) for s in tree.body if not isinstance(_unwrap(s), _DECLS)])
+
+
+def top_level_pc_map(old: Any, new: Any) -> dict[int, int] | None:
+    """For a module initialiser on the stack whose module gained, lost or moved
+    declarations: old pc -> new pc of the instructions both versions share, or None when
+    the statements it computes changed (or its slots or handlers did)."""
+    import difflib
+
+    oc, nc = old.codes.get(-1), new.codes.get(-1)
+    if oc is None or nc is None or _top_statements(old.ast) != _top_statements(new.ast):
+        return None
+    if (oc.nslots, list(oc.slot_names)) != (nc.nslots, list(nc.slot_names)):
+        return None
+    if oc.handlers or nc.handlers:
+        return None
+    ok = [_instr_key(i) for i in oc.instrs]
+    nk = [_instr_key(i) for i in nc.instrs]
+    out: dict[int, int] = {}
+    for tag, i1, i2, j1, _j2 in difflib.SequenceMatcher(None, ok, nk, autojunk=False).get_opcodes():
+        if tag == "equal":
+            for d in range(i2 - i1):
+                out[i1 + d] = j1 + d
     return out
 
 
@@ -253,42 +301,64 @@ def plan_upgrade(
             value that cannot be bound to its new version, or the new declaration that
             cannot be bound.
     """
+    from harnpy.runtime.modules import top_level_names
+
     plan = UpgradePlan()
-    refs = code_refs(doc)
     globals_doc: dict[str, Any] = doc["globals"] if isinstance(doc.get("globals"), dict) else {}
+    found: dict[str, tuple[ModuleFunctions, ModuleFunctions, dict[int, int], dict[int, bool]]] = {}
     for key in changed:
-        old = old_modules[key]
-        new = runtime.modules[key]
-        old_fns = module_functions(old.ast)
-        new_fns = module_functions(new.ast)
+        old, new = old_modules[key], runtime.modules[key]
+        old_fns, new_fns = module_functions(old.ast), module_functions(new.ast)
         ids: dict[int, int] = {}
         unchanged: dict[int, bool] = {}
         for oid, info in old_fns.by_id.items():
             nfo = new_fns.by_ident.get(info.ident)
-            if nfo is None:
-                continue
-            oc, nc = old.codes.get(oid), new.codes.get(nfo.code_id)
-            if oc is None or nc is None:
+            oc = old.codes.get(oid)
+            nc = new.codes.get(nfo.code_id) if nfo is not None else None
+            if nfo is None or oc is None or nc is None:
                 continue
             ids[oid] = nfo.code_id
             unchanged[oid] = info.tree_hash == nfo.tree_hash and code_shape(oc) == code_shape(nc)
-        rebuild: dict[int, list[str]] = {}
-        mod_globals: dict[str, Any] = (
-            globals_doc[key] if isinstance(globals_doc.get(key), dict) else {}
+        found[key] = (old_fns, new_fns, ids, unchanged)
+        # a removed top-level function held only by its own global is dropped with it
+        g = globals_doc.get(key)
+        if isinstance(g, dict) and "$dict" not in g:
+            names_now = set(top_level_names(new.ast))
+            for name, v in g.items():
+                if name in names_now or not isinstance(v, dict) or v.get("$t") != "closure":
+                    continue
+                ref = v.get("code")
+                if type(ref) is list and len(ref) == 2 and ref[0] == key and ref[1] not in ids:
+                    plan.drops.add((key, name))
+    view = dict(doc)
+    view["globals"] = {
+        k: (
+            {n: v for n, v in g.items() if (k, n) not in plan.drops}
+            if isinstance(g, dict) and "$dict" not in g
+            else g
         )
-        seen: set[tuple[str, int]] = set()
-        for kind, k, oid in refs:
-            if k != key or (kind, oid) in seen:
+        for k, g in globals_doc.items()
+    }
+    refs = code_refs(view)
+    for key in changed:
+        old, new = old_modules[key], runtime.modules[key]
+        old_fns, new_fns, ids, unchanged = found[key]
+        rebuild: dict[int, list[str]] = {}
+        pcs: dict[int, int] | None = None
+        g = view["globals"].get(key)
+        mod_globals: dict[str, Any] = g if isinstance(g, dict) else {}
+        seen: set[tuple[str, int, Any]] = set()
+        for kind, k, oid, pc in refs:
+            if k != key or (kind, oid, pc) in seen:
                 continue
-            seen.add((kind, oid))
-            found = old_fns.by_id.get(oid)
-            if found is None:
+            seen.add((kind, oid, pc))
+            was = old_fns.by_id.get(oid)
+            if was is None:
                 raise SnapshotError(
                     f"snapshot refers to code {[k, oid]!r} that its own source does not have",
                     "E404",
                 )
-            info = found
-            what = f"{info.name} ({_where(old.path, info.line)})"
+            what = f"{was.name} ({_where(old.path, was.line)})"
             if oid not in ids:
                 raise _refuse(
                     f"{what} was removed from {os.path.basename(new.path)}, and the parked run "
@@ -297,9 +367,14 @@ def plan_upgrade(
             nfo = new_fns.by_id[ids[oid]]
             now = f"{nfo.name} ({_where(new.path, nfo.line)})"
             if kind == "frame":
-                if not unchanged[oid]:
-                    raise _refuse(f"{now} is on the parked stack and changed since the snapshot")
-                continue
+                if unchanged[oid]:
+                    continue
+                if oid == -1:
+                    pcs = top_level_pc_map(old, new) if pcs is None else pcs
+                    if pcs is not None and pc in pcs:
+                        plan.pc_maps[(key, -1)] = pcs
+                        continue
+                raise _refuse(f"{now} is on the parked stack and changed since the snapshot")
             if unchanged[oid]:
                 continue
             oc, nc = old.codes[oid], new.codes[ids[oid]]
@@ -313,7 +388,8 @@ def plan_upgrade(
                         + " and the parked run holds it as a value"
                     )
                 rebuild[ids[oid]] = names
-            plan.notes.append(f"{now} changed: the resumed run calls its new version")
+            if oid != -1:
+                plan.notes.append(f"{now} changed: the resumed run calls its new version")
         added = _added_functions(old, new, mod_globals, rebuild)
         plan.modules[key] = _ModulePlan(key, new.path, new.hash, ids, rebuild, added)
     return plan
@@ -391,12 +467,19 @@ def translate(doc: dict[str, Any], plan: UpgradePlan) -> dict[str, Any]:
             if mp is not None and type(ref[1]) is int:
                 nid = mp.ids.get(ref[1], ref[1])
                 out["code"] = [ref[0], nid]
+                pcs = plan.pc_maps.get((ref[0], ref[1]))
+                if tag == "frame" and pcs is not None and out.get("pc") in pcs:
+                    out["pc"] = pcs[out["pc"]]
                 if tag == "closure" and nid in mp.rebuild:
                     pending.append((out, ref[0], mp.rebuild[nid]))
         return out
 
     out: dict[str, Any] = walk(doc)
     g_out: dict[str, Any] = out["globals"] if isinstance(out.get("globals"), dict) else {}
+    for key, name in plan.drops:
+        g = g_out.get(key)
+        if isinstance(g, dict):
+            g.pop(name, None)
     for rec in out.get("modules") or []:
         if isinstance(rec, dict) and rec.get("key") in mods:
             rec["hash"] = mods[rec["key"]].new_hash

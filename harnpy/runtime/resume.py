@@ -251,7 +251,7 @@ def upgraded_document(
     records = [r for r in doc["modules"] if isinstance(r, dict)]
     known = {id(runtime.modules[r["key"]]) for r in records if r["key"] in runtime.modules}
     for key, mod in runtime.modules.items():
-        if id(mod) not in known and not key.startswith(("std/", "harnpy/")):
+        if id(mod) not in known:
             raise SnapshotError(
                 f"--upgrade-code: the new code imports {key}, which the parked run never "
                 "loaded (its top level never ran); resume without --upgrade-code to run "

@@ -44,6 +44,10 @@ fn step(n) {
 
 let r = step(20)
 println(greet("v1") + " " + to_string(r))
+
+fn spare() {
+  return 0
+}
 """
 
 
@@ -111,13 +115,43 @@ def test_a_changed_function_on_the_stack_refuses_the_upgrade_naming_it(tmp_path:
     assert old.returncode == 0 and old.stdout == "hello v1 42\n", old.stderr
 
 
-def test_a_changed_top_level_on_the_stack_is_refused(tmp_path: Path) -> None:
-    # a script's top level is on the stack: adding a top-level declaration changes it
+def test_moving_adding_and_removing_functions_is_not_a_change_of_the_stack(
+    tmp_path: Path,
+) -> None:
+    _park_program(tmp_path)
+    main = tmp_path / "main.harn"
+    text = main.read_text(encoding="utf-8")
+    # helper moves below step (every code offset shifts, the script's top level too: it is
+    # on the stack) and calls a new function; spare, which nothing holds, is removed
+    text = text.replace("fn helper(x) {\n  return x * 2\n}\n", "")
+    text = text.replace("fn spare() {\n  return 0\n}\n", "")
+    text = text.replace(
+        "let r = step(20)",
+        "fn triple(x) {\n  return x * 3\n}\n\nfn helper(x) {\n  return triple(x)\n}\n\n"
+        "let r = step(20)",
+    )
+    main.write_text(text, encoding="utf-8")
+    res = _resume(tmp_path, "--upgrade-code")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "hello v1 63\n"
+    assert "function `helper` (main.harn:14) changed" in res.stderr
+
+
+def test_a_changed_top_level_statement_is_refused(tmp_path: Path) -> None:
     snap, before = _park_program(tmp_path)
-    _edit(tmp_path / "main.harn", "fn helper(x) {", "let factor = 5\n\nfn helper(x) {")
+    _edit(tmp_path / "main.harn", "let r = step(20)", "let r = step(20) + 1")
     res = _resume(tmp_path, "--upgrade-code")
     assert res.returncode == 2
     assert "the top level (main.harn:1) is on the parked stack and changed" in res.stderr
+    assert snap.read_bytes() == before
+
+
+def test_a_new_top_level_binding_is_refused(tmp_path: Path) -> None:
+    snap, before = _park_program(tmp_path)
+    _edit(tmp_path / "lib.harn", "pub fn greet(n) {", 'let word = "hi "\n\npub fn greet(n) {')
+    res = _resume(tmp_path, "--upgrade-code")
+    assert res.returncode == 2
+    assert "new top-level binding `word` in lib.harn was never initialised" in res.stderr
     assert snap.read_bytes() == before
 
 
