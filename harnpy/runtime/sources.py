@@ -120,10 +120,12 @@ def persist_sources(
     *,
     snapshot_path: str | None = None,
     store: Any = None,
+    checkpoint_id: str | None = None,
 ) -> list[str]:
     """Store the sources ``doc`` references (module docstring): into the snapshot's sources
-    directory when ``snapshot_path`` is given, into ``store`` (``put_source(sha, bytes)``)
-    when given. Each source is written once per runtime and place; an existing file is
+    directory when ``snapshot_path`` is given, into ``store`` when given (``put_source(sha,
+    bytes, checkpoint_id=, path=)``: the store also records that checkpoint ``checkpoint_id``
+    needs the source, so sources nobody needs can be pruned). Each source is written once per runtime and place; an existing file is
     left as it is.
 
     Returns the problems met, one line each (the caller warns: the snapshot itself is
@@ -147,11 +149,11 @@ def persist_sources(
                 continue
             written.add((d, sha))
     if store is not None:
-        place = f"store:{id(store)}"
-        for sha, _path, body in items:
+        place = f"store:{id(store)}:{checkpoint_id}"
+        for sha, path, body in items:
             if (place, sha) in written:
                 continue
-            store.put_source(sha, body)
+            store.put_source(sha, body, checkpoint_id=checkpoint_id, path=path)
             written.add((place, sha))
     return problems
 

@@ -34,7 +34,9 @@ one-line :class:`StoreError` naming the store. ``configured_store_url(option)`` 
   ``cancel_waitpoint``, ``time_out_waitpoint``, ``due_waitpoint_timeouts``,
   ``list_waitpoints``, ``waitpoints_of``;
 * ``acquire_lease`` / ``renew_lease`` / ``release_lease`` / ``lease``; ``audit`` /
-  ``audit_events``; ``put_source(sha256, bytes)`` / ``get_source(sha256)``.
+  ``audit_events``;
+* module sources (:mod:`.sql_sources`): ``put_source(sha256, bytes, checkpoint_id=)`` /
+  ``get_source(sha256)`` / ``source_refs(checkpoint_id)`` / ``prune_sources()``.
 
 Leases are in the store clock — the database's on PostgreSQL — so host clock skew cannot
 break them; fencing tokens (claim fences, wait claim tokens, run lease fences) make a

@@ -1,10 +1,13 @@
-"""``harnpy store migrate|info [URL]``: the shell side of the durable store.
+"""``harnpy store migrate|info|prune-sources [URL]``: the shell side of the durable store.
 
 * ``harnpy store migrate [URL]`` — apply pending schema migrations (safe while other
   processes use or migrate the store); prints the versions applied, or that the schema is
   current.
 * ``harnpy store info [URL] [--json]`` — backend, schema version, migrations applied and
   row counts per table and status.
+* ``harnpy store prune-sources [URL] [--grace-ms N]`` — delete the module sources no
+  checkpoint needs any more (those of settled checkpoints; nothing younger than
+  ``--grace-ms``, default one hour); prints how many.
 
 ``URL`` defaults to ``--store`` / ``HARNPY_STORE``. Exit status: 0 done, 2 usage error or a
 store that cannot be used (unreachable, credentials refused, newer schema version, not a
@@ -21,12 +24,14 @@ from typing import Any
 
 
 def add_subparsers(sub: Any) -> None:
-    """Add ``store`` (``migrate``, ``info``) to the ``harnpy`` subcommand parser ``sub``."""
+    """Add ``store`` (``migrate``, ``info``, ``prune-sources``) to the ``harnpy`` subcommand
+    parser ``sub``."""
     st = sub.add_parser("store", help="create, migrate and inspect the durable store")
     ssub = st.add_subparsers(dest="store_command")
     for name, text in (
         ("migrate", "apply pending schema migrations"),
         ("info", "show the store's schema version and contents"),
+        ("prune-sources", "delete the module sources no checkpoint needs"),
     ):
         p = ssub.add_parser(name, help=text)
         p.add_argument(
@@ -38,6 +43,14 @@ def add_subparsers(sub: Any) -> None:
         p.add_argument("--store", dest="store_opt", metavar="URL", help="the same as URL")
         if name == "info":
             p.add_argument("--json", action="store_true", help="JSON output")
+        if name == "prune-sources":
+            p.add_argument(
+                "--grace-ms",
+                type=int,
+                default=None,
+                metavar="N",
+                help="keep anything younger than N ms (default: one hour)",
+            )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -45,8 +58,8 @@ def main(args: argparse.Namespace) -> int:
     from harnpy.store import StoreError, configured_store_url, open_store
 
     cmd = getattr(args, "store_command", None)
-    if cmd not in ("migrate", "info"):
-        sys.stderr.write("harnpy store: give migrate [URL] or info [URL]\n")
+    if cmd not in ("migrate", "info", "prune-sources"):
+        sys.stderr.write("harnpy store: give migrate [URL], info [URL] or prune-sources [URL]\n")
         return 2
     try:
         url = configured_store_url(args.url or args.store_opt)
@@ -68,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
                 f"`harnpy store migrate {url}` creates it\n"
             )
             return 2
-        store = open_store(url, migrate=False)
+        store = open_store(url, migrate=cmd == "prune-sources")
     except StoreError as e:
         sys.stderr.write(f"harnpy: {e.message}\n")
         return 2
@@ -83,6 +96,16 @@ def main(args: argparse.Namespace) -> int:
                 )
             else:
                 sys.stdout.write(f"{store.display}: schema version {before} is current\n")
+            return 0
+        if cmd == "prune-sources":
+            from harnpy.store.sql_sources import PRUNE_GRACE_MS
+
+            grace = PRUNE_GRACE_MS if args.grace_ms is None else args.grace_ms
+            n = store.prune_sources(grace)
+            sys.stdout.write(
+                f"{store.display}: pruned {n['sources']} module sources and {n['refs']} "
+                "references no checkpoint needs\n"
+            )
             return 0
         data = store.info()
         if args.json:

@@ -24,7 +24,9 @@ Tables (both backends; JSON values are stored as text, documents as bytes):
   lease), ``run_events`` (``seq`` per run, for SSE resume) and ``sessions`` — issue 11;
 * ``waitpoints`` and ``waitpoint_waiters`` — durable waitpoints (issue 10 item 2);
 * ``leases`` — named leases with fencing tokens; ``audit`` — an append-only event log;
-* ``sources`` — module sources by SHA-256 (resume across code changes).
+* ``sources`` — module sources by SHA-256 (resume across code changes); ``source_refs``
+  (version 3) — which checkpoint needs which source, so unused sources can be pruned
+  (:mod:`harnpy.store.sql_sources`).
 """
 
 from __future__ import annotations
@@ -230,6 +232,18 @@ CREATE TABLE sources (
 )""",
 )
 
+_V3 = (
+    """
+CREATE TABLE source_refs (
+  checkpoint_id TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  path TEXT,
+  created_at_ms {bigint} NOT NULL,
+  PRIMARY KEY (checkpoint_id, sha256)
+)""",
+    "CREATE INDEX source_refs_sha ON source_refs(sha256)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "durable wait store (waits, resume receipts)", _V1),
     Migration(
@@ -249,6 +263,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(3, "source_refs: which checkpoint needs which module source", _V3),
 )
 #: The schema version this harnpy writes.
 LATEST = MIGRATIONS[-1].version

@@ -4,8 +4,8 @@
 migrations (:mod:`harnpy.store.migrations`), and offers the store's methods, grouped by
 table in mixins: waits and resume receipts (:mod:`.sql_waits`), worker checkpoints and
 committed transcripts (:mod:`.sql_checkpoints`), runs / events / sessions / waitpoints
-(:mod:`.sql_runs`); this module holds the schema, named leases, the audit log and module
-sources.
+(:mod:`.sql_runs`), module sources (:mod:`.sql_sources`); this module holds the schema,
+named leases and the audit log.
 
 Every database error is re-raised as a one-line :class:`~harnpy.store.errors.StoreError`
 naming the store. Rows are validated when read: a row whose JSON does not parse is a
@@ -21,16 +21,17 @@ from typing import Any
 
 from harnpy.store._common import MAX_DOCUMENT_BYTES, dump_json
 from harnpy.store.backends import Conn
-from harnpy.store.errors import CorruptRecord, SchemaTooNew, StoreError
+from harnpy.store.errors import SchemaTooNew
 from harnpy.store.migrations import LATEST, MIGRATIONS, SCHEMA_TABLE, statements
 from harnpy.store.sql_checkpoints import CheckpointsMixin
 from harnpy.store.sql_runs import RunsMixin
+from harnpy.store.sql_sources import SourcesMixin
 from harnpy.store.url import StoreURL
 
 __all__ = ["MAX_DOCUMENT_BYTES", "SqlStore"]
 
 
-class SqlStore(CheckpointsMixin, RunsMixin):
+class SqlStore(CheckpointsMixin, RunsMixin, SourcesMixin):
     """A store on SQLite or PostgreSQL (module docstring).
 
     Args:
@@ -156,6 +157,7 @@ class SqlStore(CheckpointsMixin, RunsMixin):
                 ("transcript_rows", None),
                 ("audit", None),
                 ("sources", None),
+                ("source_refs", None),
                 ("leases", None),
             ):
                 if table not in tables:
@@ -295,45 +297,3 @@ class SqlStore(CheckpointsMixin, RunsMixin):
             }
             for r in rows
         ]
-
-    # ------------------------------------------------------------------ module sources
-
-    def put_source(self, sha256: str, body: bytes) -> None:
-        """Store a module source under its SHA-256 (hex of ``body``; idempotent).
-
-        Raises:
-            StoreError: ``sha256`` is not the hash of ``body`` (``kind="config"``).
-        """
-        import hashlib
-
-        if hashlib.sha256(body).hexdigest() != sha256:
-            raise StoreError(
-                f"store {self.display}: put_source: {sha256} is not the SHA-256 of the body",
-                "config",
-            )
-        with self.txn() as c:
-            if c.one("SELECT 1 FROM sources WHERE sha256 = ?", (sha256,)) is None:
-                c.run(
-                    "INSERT INTO sources (sha256, body, size, created_at_ms) VALUES (?, ?, ?, ?)",
-                    (sha256, body, len(body), c.now_ms()),
-                )
-
-    def get_source(self, sha256: str) -> bytes | None:
-        """The module source stored under ``sha256``, or None.
-
-        Raises:
-            CorruptRecord: the stored bytes no longer have that hash.
-        """
-        import hashlib
-
-        with self.read() as c:
-            row = c.one("SELECT body FROM sources WHERE sha256 = ?", (sha256,))
-        if row is None:
-            return None
-        body = bytes(row[0])
-        if hashlib.sha256(body).hexdigest() != sha256:
-            raise CorruptRecord(
-                f"store {self.display}: the module source {sha256} is corrupted (its hash "
-                "does not match)"
-            )
-        return body

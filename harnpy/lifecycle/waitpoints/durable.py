@@ -180,7 +180,7 @@ def park(
     waiters = [*ids, *([timer] if timer else [])]
     try:  # the checkpoint and its waiter rows commit together (nothing strands a park)
         # the code it runs, before the checkpoint that needs it (any replica may resume it)
-        persist_sources(rt, snap, store=store)
+        persist_sources(rt, snap, store=store, checkpoint_id=worker_id)
         if st.fence is not None:
             fence, st.fence = st.fence, None
             st.release()
