@@ -14,6 +14,15 @@ if str(Path(__file__).parent) not in sys.path:
 
 from fake_llm_server import FakeLlmServer  # noqa: E402
 
+from tests.agents.conftest import RunHarn, run_harn  # noqa: E402, F401 - the fixture, shared
+
+
+@pytest.fixture
+def run(run_harn: RunHarn) -> RunHarn:  # noqa: F811 - the imported fixture, requested
+    """:func:`tests.agents.conftest.run_harn` under the short name these tests use: a Harn
+    program in-process, real providers disabled; returns ``(stdout, runtime)``."""
+    return run_harn
+
 
 @pytest.fixture
 def server() -> Iterator[FakeLlmServer]:

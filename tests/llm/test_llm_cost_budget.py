@@ -9,18 +9,7 @@ from harnpy.llm import catalog
 from harnpy.llm.errors import LlmError
 from harnpy.llm.options import build_request, parse_budget
 from harnpy.llm.types import Usage
-from tests.agents.conftest import _run, lines
-from tests.conftest import snapshot_everywhere_mode
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Run a Harn program in-process with real providers disabled."""
-    monkeypatch.setenv("HARN_LLM_CALLS_DISABLED", "1")
-    if not snapshot_everywhere_mode():
-        monkeypatch.delenv("HARNPY_SNAPSHOT_EVERYWHERE", raising=False)
-    monkeypatch.delenv("HARN_LLM_PROVIDER", raising=False)
-    return _run
+from tests.agents.conftest import lines
 
 
 def test_llm_cost_uses_catalog_prices(run) -> None:  # type: ignore[no-untyped-def]

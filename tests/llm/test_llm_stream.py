@@ -3,21 +3,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from harnpy.lifecycle.llm_stream import chunks
-from tests.agents.conftest import _run, lines
-from tests.conftest import snapshot_everywhere_mode
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Run a Harn program in-process with real providers disabled."""
-    monkeypatch.setenv("HARN_LLM_CALLS_DISABLED", "1")
-    if not snapshot_everywhere_mode():
-        monkeypatch.delenv("HARNPY_SNAPSHOT_EVERYWHERE", raising=False)
-    monkeypatch.delenv("HARN_LLM_PROVIDER", raising=False)
-    return _run
+from tests.agents.conftest import lines
 
 
 def test_chunks_join_back() -> None:

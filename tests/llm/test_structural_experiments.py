@@ -3,20 +3,7 @@ the call is rewritten before it is sent and the experiment is recorded on the tr
 
 from __future__ import annotations
 
-import pytest
-
-from tests.agents.conftest import _run, lines
-from tests.conftest import snapshot_everywhere_mode
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Run a Harn program in-process with real providers disabled."""
-    monkeypatch.setenv("HARN_LLM_CALLS_DISABLED", "1")
-    if not snapshot_everywhere_mode():
-        monkeypatch.delenv("HARNPY_SNAPSHOT_EVERYWHERE", raising=False)
-    monkeypatch.delenv("HARN_LLM_PROVIDER", raising=False)
-    return _run
+from tests.agents.conftest import lines
 
 
 def test_experiments_rewrite_the_call(run) -> None:  # type: ignore[no-untyped-def]

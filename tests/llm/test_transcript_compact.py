@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tests.agents.conftest import _run, lines
-from tests.conftest import snapshot_everywhere_mode
+from tests.agents.conftest import lines
 
 BASE = """
   let base = transcript_from_messages([
@@ -19,16 +16,6 @@ BASE = """
     {role: "assistant", content: "I found three hotspots."},
   ])
 """
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Run a Harn program in-process with real providers disabled."""
-    monkeypatch.setenv("HARN_LLM_CALLS_DISABLED", "1")
-    if not snapshot_everywhere_mode():
-        monkeypatch.delenv("HARNPY_SNAPSHOT_EVERYWHERE", raising=False)
-    monkeypatch.delenv("HARN_LLM_PROVIDER", raising=False)
-    return _run
 
 
 def test_truncate_keeps_a_user_turn_and_archives_the_original(run) -> None:  # type: ignore[no-untyped-def]
