@@ -27,7 +27,6 @@ Harn ``docs/src/llm/llm_call.md`` (``llm_call_structured`` and its variants) ove
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from collections.abc import Callable
@@ -37,16 +36,13 @@ from harnpy.lifecycle._common import arg, require_instruction_call, strip_harnes
 from harnpy.lifecycle.llm_builtins import (
     Again,
     build,
-    llm_error_value,
     message_cache,
     schema_issues,
     submit_blocking,
     visible_text,
 )
-from harnpy.lifecycle.services import services
-from harnpy.runtime.errors import HarnError, HarnThrow
+from harnpy.runtime.errors import HarnThrow
 from harnpy.runtime.extensions import register_state
-from harnpy.runtime.scheduler import block_control
 from harnpy.runtime.values import StructType, StructValue
 from harnpy.stdlib.registry import builtin
 
@@ -577,77 +573,6 @@ def schema_loop(
 # ------------------------------------------------------------------ submitting
 
 
-def _submit(
-    thread: Any,
-    request: Any,
-    finish: Callable[[Any], Any],
-    on_error: Callable[[dict[str, Any]], Any],
-    describe: str,
-) -> None:
-    """Run ``request`` on the LLM pool with the calling thread blocked (as
-    :func:`~harnpy.lifecycle.llm_builtins.submit_blocking`), delivering ``finish(resp)`` --
-    or, for any failure (the provider's, or a :class:`HarnThrow` raised by ``finish``),
-    ``on_error(error dict)`` -- as the call's value. An :class:`Again` from ``finish``
-    submits its request and keeps waiting.
-
-    When ``submit_blocking`` itself takes ``on_error`` (with ``llm_retries`` on scheduler
-    timers), it is used; the loop below is the stand-in for the LLM layer without it.
-
-    Raises:
-        HarnThrow: the budget envelope of a request over its budget (nothing is sent).
-    """
-    submit: Any = submit_blocking
-    if "on_error" in inspect.signature(submit).parameters:
-        submit(thread, request, finish, describe, on_error=on_error)
-        return
-    from harnpy.lifecycle.llm_session import preflight
-    from harnpy.llm import LlmError
-
-    rt = thread.runtime
-    preflight(rt, request)  # budgets (throws before anything is sent) and cost accounting
-    svc = services(rt)
-    waker = block_control(thread, describe)
-
-    def deliver(fn: Callable[[], Any]) -> None:
-        try:
-            out = fn()
-        except HarnThrow as exc:
-            out = on_error(_value_error(exc.value))
-        except LlmError as exc:
-            out = on_error(llm_error_value(exc))
-        except HarnError as exc:
-            waker.fail(exc)
-            return
-        if isinstance(out, Again):
-            start(out.request)
-            return
-        waker.wake(out)
-
-    def done(fut: Any) -> None:
-        svc.inflight -= 1
-        if waker.done:
-            return
-        try:
-            response = fut.result()
-        except LlmError as exc:
-            err = llm_error_value(exc)
-            deliver(lambda: on_error(err))
-            return
-        except Exception as exc:  # noqa: BLE001 - never lose a waiting thread
-            err = _error("generic", f"llm: {exc}")
-            deliver(lambda: on_error(err))
-            return
-        for listener in svc.llm_listeners:
-            listener(response)
-        deliver(lambda: finish(response))
-
-    def start(req: Any) -> None:
-        svc.inflight += 1
-        rt.scheduler.on_future(svc.llm.submit(req), done)
-
-    start(request)
-
-
 # ------------------------------------------------------------------ the helpers
 
 
@@ -751,7 +676,7 @@ def llm_call_structured_safe(thread: Any, *args: Any) -> Any:
         return {"ok": False, "data": None, "error": err}
 
     try:
-        _submit(thread, call.request, finish, on_error, where)
+        submit_blocking(thread, call.request, finish, where, on_error=on_error)
     except HarnThrow as exc:  # refused before sending (a budget)
         return on_error(_value_error(exc.value))
     return None
@@ -909,7 +834,7 @@ def llm_call_structured_result(thread: Any, *args: Any) -> Any:
         )
 
     try:
-        _submit(thread, call.request, finish, on_error, where)
+        submit_blocking(thread, call.request, finish, where, on_error=on_error)
     except HarnThrow as exc:  # refused before sending (a budget)
         return on_error(_value_error(exc.value))
     return None
