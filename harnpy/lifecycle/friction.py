@@ -26,7 +26,7 @@ from typing import Any
 from harnpy.lifecycle._common import now_rfc3339, thrown
 from harnpy.lifecycle.workflows.records import new_id
 from harnpy.runtime.display import display
-from harnpy.runtime.extensions import register_state
+from harnpy.runtime.extensions import register_dict_list_state
 from harnpy.stdlib.registry import builtin
 
 STATE_ATTR = "friction_events"
@@ -321,18 +321,6 @@ def friction_eval_fixture(thread: Any, fixture: Any = None) -> dict[str, Any]:
     }
 
 
-def _save(thread: Any) -> Any:
-    ev = getattr(thread.runtime, STATE_ATTR, None)
-    return list(ev) if ev else None
-
-
-def _load(thread: Any, data: Any) -> Any:
-    if type(data) is not list or any(
-        type(e) is not dict or type(e.get("kind")) is not str for e in data
-    ):
-        raise TypeError("friction events must be a list of event dicts")
-    rt = thread.runtime
-    return lambda: setattr(rt, STATE_ATTR, list(data))
-
-
-register_state("friction", _save, _load)
+register_dict_list_state(
+    "friction", STATE_ATTR, "kind", "friction events must be a list of event dicts"
+)

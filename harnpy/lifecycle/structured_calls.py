@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from harnpy.lifecycle._common import arg, require_instruction_call, strip_harness
@@ -42,7 +41,7 @@ from harnpy.lifecycle.llm_builtins import (
     visible_text,
 )
 from harnpy.runtime.errors import HarnThrow
-from harnpy.runtime.extensions import register_state
+from harnpy.runtime.extensions import register_dict_list_state
 from harnpy.runtime.values import StructType, StructValue
 from harnpy.stdlib.registry import builtin
 
@@ -400,21 +399,9 @@ def agent_trace(thread: Any) -> list[dict[str, Any]]:
     return [dict(e) for e in _trace(thread.runtime)]
 
 
-def _save_trace(thread: Any) -> Any:
-    events = getattr(thread.runtime, TRACE_ATTR, None)
-    return list(events) if events else None
-
-
-def _load_trace(thread: Any, data: Any) -> Callable[[], None]:
-    if type(data) is not list or any(
-        type(e) is not dict or type(e.get("type")) is not str for e in data
-    ):
-        raise TypeError("the agent trace must be a list of events with a `type`")
-    rt = thread.runtime
-    return lambda: setattr(rt, TRACE_ATTR, list(data))
-
-
-register_state("agent_trace", _save_trace, _load_trace)
+register_dict_list_state(
+    "agent_trace", TRACE_ATTR, "type", "the agent trace must be a list of events with a `type`"
+)
 
 
 # ------------------------------------------------------------------ the schema loop

@@ -35,7 +35,7 @@ from harnpy.lifecycle.compaction import snip
 from harnpy.lifecycle.permissions import denied_content
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import runtime_error
-from harnpy.runtime.extensions import register_state
+from harnpy.runtime.extensions import register_dict_list_state
 from harnpy.runtime.values import Closure, EnumValue, type_name
 from harnpy.stdlib.registry import builtin
 
@@ -219,18 +219,6 @@ def clear_tool_hooks(thread: Any) -> None:
     setattr(thread.runtime, STATE_ATTR, [])
 
 
-def _save(thread: Any) -> Any:
-    found = hooks(thread.runtime)
-    return list(found) if found else None
-
-
-def _load(thread: Any, data: Any) -> Any:
-    if type(data) is not list or any(
-        type(h) is not dict or type(h.get("pattern")) is not str for h in data
-    ):
-        raise TypeError("tool hooks must be a list of hook dicts with a pattern")
-    rt = thread.runtime
-    return lambda: setattr(rt, STATE_ATTR, list(data))
-
-
-register_state("tool_hooks", _save, _load)
+register_dict_list_state(
+    "tool_hooks", STATE_ATTR, "pattern", "tool hooks must be a list of hook dicts with a pattern"
+)

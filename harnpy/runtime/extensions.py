@@ -64,3 +64,29 @@ def register_state(
     if name in RUNTIME_STATE:
         raise ValueError(f"runtime state {name!r} is already registered")
     RUNTIME_STATE[name] = StateProvider(name, save, load)
+
+
+def register_dict_list_state(name: str, attr: str, key: str, refusal: str) -> None:
+    """Register the runtime-state provider ``name`` for the common shape: a list of dicts
+    kept on the runtime as attribute ``attr`` (absent or empty: nothing saved), each dict
+    holding a string under ``key``. A section of another shape is refused with
+    ``TypeError(refusal)`` (restore reports E404 naming the section); applying it installs
+    a copy of the list.
+
+    Raises:
+        ValueError: ``name`` is already registered.
+    """
+
+    def save(thread: Any) -> Any:
+        items = getattr(thread.runtime, attr, None)
+        return list(items) if items else None
+
+    def load(thread: Any, data: Any) -> Callable[[], None]:
+        if type(data) is not list or any(
+            type(d) is not dict or type(d.get(key)) is not str for d in data
+        ):
+            raise TypeError(refusal)
+        rt = thread.runtime
+        return lambda: setattr(rt, attr, list(data))
+
+    register_state(name, save, load)
