@@ -104,13 +104,10 @@ def sources_of(runtime: Any, doc: dict[str, Any]) -> list[tuple[str, str, bytes]
         if want in seen or not is_stored_kind(key, path) or not _SHA_RE.match(want):
             continue
         mod = runtime.modules.get(key)
-        if mod is None or mod.hash != want:
-            continue
-        body = mod.source.encode("utf-8")
-        if hashlib.sha256(body).hexdigest() != want:
+        if mod is None or mod.hash != want:  # Module.hash is the SHA-256 of its source
             continue
         seen.add(want)
-        out.append((want, path, body))
+        out.append((want, path, mod.source.encode("utf-8")))
     return out
 
 
