@@ -194,6 +194,7 @@ class ServeApp:
                 info.status == "suspended" and park_ready(store, run.worker_id, info.park_id)
             )
             if ready and store.requeue_parked_run(run.id):
+                log.info("run %s: its wait is over (checkpoint %s): queued", run.id, info.status)
                 n += 1
         return n
 

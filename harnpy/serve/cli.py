@@ -48,6 +48,9 @@ def add_subparsers(sub: Any) -> None:
     s.add_argument("--max-body-bytes", type=int, default=1024 * 1024)
     s.add_argument("--keep-raw-model-metadata", action="store_true",
                    help="keep raw model answers in completion snapshots")  # fmt: skip
+    s.add_argument("--log-level", default="warning",
+                   choices=("debug", "info", "warning", "error"),
+                   help="server log on stderr (info: every claim, park, resume and commit)")  # fmt: skip
     s.set_defaults(handler=serve_main)
 
     r = sub.add_parser(
@@ -111,6 +114,7 @@ def serve_main(args: argparse.Namespace) -> int:
     from harnpy.serve.program import AppError, AppProgram
     from harnpy.store import StoreError, configured_store_url, open_store
 
+    logging.getLogger("harnpy.serve").setLevel(args.log_level.upper())
     try:
         host, port = parse_bind(args.bind)
     except ValueError as e:

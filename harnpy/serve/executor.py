@@ -265,6 +265,7 @@ class Executor:
         from harnpy.stdlib.jsonlib import from_json_data, to_json_data
 
         run = act.run
+        log.info("run %s: claimed (fence %s, checkpoint %s)", run.id, act.fence, run.worker_id)
         events = _Events(self.store, run.id, act.fence, lambda: self._lose(act))
         calls: list[ModelCall] = []
         if run.worker_id is None:
@@ -321,7 +322,9 @@ class Executor:
         st = _waitpoint_state(rt)
         worker_id = st.worker_id() if st is not None else f"prog-{act.run.id}"
         if act.lost:
+            log.info("run %s: parked as %s after losing its claim", act.run.id, worker_id)
             return Outcome("lost", None)
+        log.info("run %s: parked as %s", act.run.id, worker_id)
         info = self.store.checkpoint_info(worker_id)
         if info is not None:
             self.metrics.checkpoint_bytes.observe(info.size)
@@ -350,6 +353,7 @@ class Executor:
         if info.status in ("completed", "failed"):
             return self._settled_elsewhere(act, events, calls, wid)
         if info.status != "suspended":  # another process is resuming it right now
+            log.info("run %s: checkpoint %s is %s: released", run.id, wid, info.status)
             return self._release(act)
         earlier = self.store.run_events(run.id, 0, 100_000)
         events.stdout_parts = [
@@ -364,6 +368,7 @@ class Executor:
             res = resume_checkpoint(self.store, wid, stdout=events.stdout, stderr=events.stderr)
         finally:
             _pending.prepare = None
+        log.info("run %s: resume of %s: %s", run.id, wid, res.status if res else "not claimed")
         if res is None:  # not ready after all, or another process won the claim
             return self._release(act)
         if res.status == "parked":
@@ -430,7 +435,9 @@ class Executor:
 
     def _commit(self, act: _Active, status: str, **fields: Any) -> Outcome:
         if act.lost:
+            log.info("run %s: %s not committed: the claim was lost", act.run.id, status)
             return Outcome("lost", None)
+        log.info("run %s: committing %s", act.run.id, status)
         started = time.perf_counter()
         try:
             rec = self.store.update_run(act.run.id, fence=act.fence, status=status, **fields)

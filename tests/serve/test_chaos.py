@@ -36,6 +36,7 @@ class Fleet:
     def __init__(self, store: str, n: int) -> None:
         self.store = store
         self.lock = threading.Lock()
+        self.retired: list[Server] = []  # killed replicas, kept for their logs
         self.servers = [self._start(i) for i in range(n)]
         self.turn = 0
         self.kills = 0
@@ -47,6 +48,8 @@ class Fleet:
             self.store,
             "--lease-ms",
             "1500",
+            "--log-level",
+            "info",
             "--replica-id",
             f"chaos-{i}-{uuid.uuid4().hex[:4]}",
         )
@@ -75,14 +78,38 @@ class Fleet:
             i = random.randrange(len(self.servers))
             victim = self.servers[i]
         victim.kill()
+        self.retired.append(victim)
         fresh = self._start(i)
         with self.lock:
             self.servers[i] = fresh
             self.kills += 1
 
+    def logs_about(self, needle: str) -> str:
+        """Every replica's stderr lines (killed ones too) that mention ``needle``."""
+        return "".join(
+            line for s in [*self.retired, *self.servers] for line in list(s.lines) if needle in line
+        )
+
     def stop(self) -> None:
         for s in self.servers:
             s.kill()
+
+
+def stuck_state(store_url: str, run_id: str, fleet: Fleet) -> str:
+    """What the store and the replicas' logs say about a run that never completed."""
+    st = open_store(store_url)
+    try:
+        run = st.run_by_id(run_id)
+        out = [f"run {run_id}: {run!r}"]
+        wid = run.worker_id if run is not None else None
+        wid = wid or f"prog-{run_id}"
+        out.append(f"checkpoint {wid}: {st.checkpoint_info(wid)!r}")
+        out.append(f"waitpoints: {st.waitpoints_of(wid)!r}")
+        out.append(f"events: {[e.event_type for e in st.run_events(run_id, 0, 1000)]}")
+    finally:
+        st.close()
+    out.append("logs:\n" + fleet.logs_about(run_id))
+    return "\n".join(out)
 
 
 @pytest.mark.slow
@@ -148,7 +175,9 @@ def test_chaos_replicas_killed_while_runs_park_and_complete(pg_url: str) -> None
                     del pending[rid]
             time.sleep(0.2)
         stop.set()
-        assert not pending, f"{len(pending)} runs never completed"
+        assert not pending, f"{len(pending)} runs never completed:\n" + "\n".join(
+            stuck_state(pg_url, rid, fleet) for rid in pending
+        )
         st = open_store(pg_url)
         try:
             mine = [r for r in st.list_runs(owner_user="alice", limit=100_000)
