@@ -314,6 +314,7 @@ class Executor:
         if st is not None:
             if st.run_id is None:
                 st.run_id = act.run.id
+            st.run_fence = act.fence
             st.use_store(self.store)
 
     def _parked(self, act: _Active, rt: Any) -> Outcome:
@@ -403,9 +404,14 @@ class Executor:
         return self._complete(act, events, calls, doc.get("value"), "unknown")
 
     def _release(self, act: _Active) -> Outcome:
-        """Give a claimed parked run back as it was (parked, no lease)."""
+        """Give a claimed parked run back as it was (parked, no lease), with its checkpoint
+        recorded: a run adopted from an unrecorded ``prog-<run id>`` checkpoint (its replica
+        died between the park's commit and ``_parked``) is listed by ``parked_runs`` only
+        with ``worker_id`` set, so without it nothing would re-queue it when its wait ends."""
         try:
-            rec = self.store.update_run(act.run.id, fence=act.fence, release=True)
+            rec = self.store.update_run(
+                act.run.id, fence=act.fence, worker_id=act.run.worker_id, release=True
+            )
         except Fenced:
             return Outcome("lost", None)
         return Outcome("in_progress", rec)

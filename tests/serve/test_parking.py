@@ -116,3 +116,42 @@ def test_cancel_a_parked_run(replicas: list[Server]) -> None:
     time.sleep(1.5)
     again = a.http.get(f"/v1/responses/{rid}", params={"sessionId": "s4"}, headers=auth("alice"))
     assert again.json()["status"] == "cancelled"
+
+
+def test_run_whose_park_was_not_recorded_and_not_ready_still_finishes(
+    replicas: list[Server], module_store: str
+) -> None:
+    """A replica killed between committing a run's checkpoint and recording it on the run
+    row leaves ``worker_id`` empty under an expired lease. The replica that claims the run
+    next finds the checkpoint, sees that its wait is not over and hands the run back: it
+    must hand it back *with* the checkpoint recorded, or nothing ever re-queues it when
+    the waitpoint completes (found by the chaos test: one run in 300 never finished)."""
+    from harnpy.lifecycle.waitpoints import complete_waitpoint
+
+    a, _ = replicas
+    rid, wp = _park(a, session="s5")
+    st = open_store(module_store)
+    try:
+        deadline = time.monotonic() + 30
+        while (run := st.run_by_id(rid)) is not None and run.worker_id is None:
+            assert time.monotonic() < deadline, "the run never recorded its park"
+            time.sleep(0.05)
+        # the state a replica killed right after the checkpoint commit leaves behind
+        with st.txn() as c:
+            c.run(
+                "UPDATE runs SET worker_id = NULL, lease_holder = 'killed-replica', "
+                "lease_fence = lease_fence + 1, lease_expires_at_ms = ? WHERE id = ?",
+                (c.now_ms() - 1, rid),
+            )
+        # a live replica claims it, finds the checkpoint not ready and hands it back
+        deadline = time.monotonic() + 30
+        while (run := st.run_by_id(rid)) is not None and run.lease_holder == "killed-replica":
+            assert time.monotonic() < deadline, "no replica took the expired run over"
+            time.sleep(0.05)
+        time.sleep(0.3)  # its claim is given back
+        assert complete_waitpoint(module_store, wp, "late") is True
+        done = wait_status(a, rid, "alice", ("completed",), session="s5")
+        assert done["output"] == {"approved": "late", "note": "n"}
+        assert [e.event_type for e in st.run_events(rid)].count("result") == 1
+    finally:
+        st.close()
