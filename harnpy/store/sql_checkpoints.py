@@ -247,6 +247,7 @@ class CheckpointsMixin(WaitsMixin):
         expect_version: int | None = None,
         transcript: TranscriptAppend | None = None,
         waiters: Sequence[str] = (),
+        run_fence: int | None = None,
     ) -> int:
         """Commit ``body`` as the checkpoint of ``worker_id``; returns the new version.
 
@@ -258,6 +259,9 @@ class CheckpointsMixin(WaitsMixin):
         ``meta.park_id``) of each waitpoint id in ``waiters``, all in the same transaction:
         a process killed mid-park leaves either no new checkpoint or one its waitpoints
         will wake (issue 11: no run stranded between the checkpoint and its waiter rows).
+        With ``run_fence`` (a served run's first park): only while the claim of run
+        ``meta.run_id`` is still that fence, so a replica whose run lease expired cannot
+        plant a checkpoint after another replica took the run over.
 
         Raises:
             CheckpointTooLarge: over 4 MiB; StoreError: not a JSON object (nothing written).
@@ -270,6 +274,18 @@ class CheckpointsMixin(WaitsMixin):
         wake = dump_json(meta.wake)
         with self.txn() as c:
             now = c.now_ms()
+            if run_fence is not None:
+                run = c.one(
+                    "SELECT lease_fence, lease_holder FROM runs WHERE id = ?"
+                    + self.backend.for_update,
+                    (meta.run_id,),
+                )
+                if run is None or run[1] is None or int(run[0] or 0) != run_fence:
+                    raise Fenced(
+                        f"store {self.display}: the claim on run {meta.run_id} was lost "
+                        "(its lease expired and another replica took it over); this park "
+                        "was refused and nothing was written"
+                    )
             row = c.one(
                 "SELECT version, claim_holder, claim_fence, claim_expires_at_ms, claim_owner "
                 "FROM checkpoints WHERE worker_id = ?" + self.backend.for_update,

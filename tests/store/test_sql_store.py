@@ -497,6 +497,29 @@ def test_run_claims_are_fenced(store_url: str) -> None:
     b.close()
 
 
+def test_first_park_of_a_run_is_fenced_by_the_run_claim(store_url: str) -> None:
+    """A replica whose run lease expired cannot plant the run's first checkpoint after
+    another replica took the run over (it would run the program from a stale prefix, or
+    make the new holder's own park fail as a conflict)."""
+    a, b = open_store(store_url), open_store(store_url)
+    run, _ = a.create_run("u")
+    got = a.claim_run("replica-a", 1_000)
+    assert got is not None
+    b.clock_offset_ms = 1_001
+    taken = b.claim_run("replica-b", 60_000)
+    assert taken is not None
+    meta = CheckpointMeta(status="suspended", park_id="p1", mode="program", run_id=run.id)
+    body = b'{"kind": "x"}'
+    wid = f"prog-{run.id}"
+    with pytest.raises(Fenced):
+        a.put_checkpoint(wid, body, meta, run_fence=got.lease_fence)
+    assert b.checkpoint_info(wid) is None  # nothing was written
+    assert b.put_checkpoint(wid, body, meta, run_fence=taken.lease_fence) == 1
+    assert b.checkpoint_info(wid) is not None
+    a.close()
+    b.close()
+
+
 def test_run_events_are_numbered_without_gaps(store_url: str) -> None:
     s = open_store(store_url)
     run, _ = s.create_run("u")

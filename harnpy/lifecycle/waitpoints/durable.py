@@ -186,7 +186,9 @@ def park(
             st.release()
             store.put_checkpoint(worker_id, body, meta, fence=fence, waiters=waiters)
         else:
-            store.put_checkpoint(worker_id, body, meta, expect_version=None, waiters=waiters)
+            store.put_checkpoint(
+                worker_id, body, meta, expect_version=None, waiters=waiters, run_fence=st.run_fence
+            )
         outcome = _outcome(store, pk)
     except Fenced as e:
         st.settled = True

@@ -86,6 +86,9 @@ class WaitpointState:
         #: the fence of the claim this process holds on that checkpoint (it resumed it)
         self.fence: int | None = None
         self.keeper: LeaseKeeper | None = None
+        #: the lease fence of the served run executing this program (``harnpy serve``): a
+        #: first park commits only while that claim is current (runtime-only, not saved)
+        self.run_fence: int | None = None
         self.settled = False
 
     # ---- identity
