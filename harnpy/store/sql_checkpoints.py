@@ -211,6 +211,13 @@ class CheckpointsMixin(WaitsMixin):
             )
         return [bytes(r[1]) for r in rows]
 
+    def delete_checkpoint(self, worker_id: str) -> bool:
+        """Remove the checkpoint of ``worker_id`` and its transcript rows (``harnpy
+        workers rm``); False when there was none. Its waits and waitpoints are left."""
+        with self.txn() as c:
+            c.run("DELETE FROM transcript_rows WHERE worker_id = ?", (worker_id,))
+            return bool(c.run("DELETE FROM checkpoints WHERE worker_id = ?", (worker_id,)))
+
     # ---- writes
 
     def _append_transcript(self, c: Conn, worker_id: str, t: TranscriptAppend) -> None:

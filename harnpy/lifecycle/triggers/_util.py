@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import re
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
+
+from harnpy.store.directory import dir_lock
 
 
 def uuid7(ms: int) -> str:
@@ -45,22 +44,6 @@ def file_sha256(path: str | None) -> str | None:
             return hashlib.sha256(fh.read()).hexdigest()
     except OSError:
         return None
-
-
-@contextlib.contextmanager
-def dir_lock(path: str) -> Iterator[None]:
-    """An exclusive ``flock`` of the directory holding ``path``: every read-check-write of a
-    worker snapshot (resume claims, ``harnpy workers close``, timeout failures) runs under
-    it, so they are atomic with respect to each other across processes."""
-    d = os.path.dirname(os.path.abspath(path)) or "."
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def rewrite_snapshot_status(
