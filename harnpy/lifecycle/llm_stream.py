@@ -2,38 +2,53 @@
 
 Both are model calls at the level of ``llm_call`` (Harn ``llm/llm_call.md``,
 ``llm/streaming.md``) and take the same options (provider, model, ``model_tier``,
-``max_tokens``, ``budget``...). They block only the calling thread while the model answers,
-like ``llm_call``.
+``max_tokens``, ``budget``, ``llm_retries``...).
 
 ``llm_completion(prefix, suffix, system?, options?)`` asks for the text between ``prefix``
 and ``suffix``: chat models get the two parts in one user message and an instruction to
 answer with the missing text only (:data:`COMPLETION_SYSTEM`, after the caller's system
 prompt); the request carries ``completion: {prefix, suffix}`` so that the mock provider
-answers deterministically. The result is ``llm_call``'s result dict.
+answers deterministically. It blocks the calling thread like ``llm_call``; the result is
+``llm_call``'s result dict.
 
-``llm_stream(prompt, system?, options?)`` returns a channel of the answer's text chunks
-(strings: the words of the answer, each with the whitespace that follows it), closed after
-the last one. The provider layer has no incremental transport, so every chunk is known
-when the answer is complete: the call blocks until then and the channel it returns is
-already filled and closed (a channel is plain data, so a snapshot taken later carries it).
-A failed call does not throw: the channel's only item is the error envelope
-``llm_call`` would have thrown, as in Harn. The builtin checks the options (a malformed
-option throws at the call), then pushes ``__llm_stream`` (``std/llm/_stream``), which makes
-the call as an ordinary ``llm_call`` and turns its ``Result`` into the channel.
+``llm_stream(prompt, system?, options?)`` returns at once an open channel; the answer's
+text arrives in it as the provider sends it and the channel closes after the last piece.
+The call runs on the LLM pool with the provider's streaming API
+(:meth:`harnpy.llm.LlmHost.submit_stream`: OpenAI-compatible ``stream: true`` events,
+Anthropic Messages events; the mock hands its answer over word by word). The pool thread
+puts each delta in a :class:`_Pump` buffer and completes a signal future; the scheduler's
+thread moves the buffered deltas into the channel (waking a waiting receiver), so a
+``for chunk in ch`` consumer gets the first chunk while the model is still writing.
+
+A failure does not throw: the channel's last item is the error envelope ``llm_call``
+would have thrown, with ``partial`` (the text streamed before the failure, "" when none),
+as in Harn. A transient failure before any chunk is retried (``llm_retries``,
+``llm_backoff_ms``, on scheduler timers); after a chunk it is not (the consumer has the
+chunks already). An exceeded budget gives a channel holding only its envelope; a
+malformed option throws at the call.
+
+**Snapshots.** An open stream is live host state, not data: a snapshot (a worker's park, a
+checkpoint, the snapshot-everywhere round trip) that reaches a channel an ``llm_stream``
+is still filling is refused with ``E402`` (:func:`open_stream_reason`, registered as a
+channel guard of :mod:`harnpy.runtime.snapshot`). Once the stream has closed its channel
+is plain data (items and ``closed``) and snapshots like any channel.
 """
 
 from __future__ import annotations
 
-import re
+import threading
+import weakref
+from concurrent.futures import Future
 from typing import Any
 
 from harnpy.lifecycle._common import arg, require_instruction_call, strip_harness, thrown
+from harnpy.llm.streaming import chunks
 from harnpy.runtime.display import display
-from harnpy.runtime.errors import runtime_error
-from harnpy.runtime.values import Channel, EnumValue
+from harnpy.runtime.errors import HarnThrow
+from harnpy.runtime.values import Channel
 from harnpy.stdlib.registry import builtin
 
-STREAM_MODULE = "std/llm/_stream"
+__all__ = ["COMPLETION_SYSTEM", "chunks", "completion_prompt", "open_stream_reason"]
 
 #: The instruction a chat model gets for ``llm_completion``.
 COMPLETION_SYSTEM = (
@@ -42,18 +57,10 @@ COMPLETION_SYSTEM = (
     "explanations, no repetition of the prefix or suffix, no code fences."
 )
 
-_CHUNK = re.compile(r"\S+\s*|\s+")
-
 
 def completion_prompt(prefix: str, suffix: str) -> str:
     """The user message of a completion request."""
     return f"PREFIX:\n{prefix}\n\nSUFFIX:\n{suffix}\n\nThe text of the gap:"
-
-
-def chunks(text: str) -> list[str]:
-    """``text`` split into stream chunks: each word with the whitespace after it (leading
-    whitespace is a chunk of its own); joined they give ``text`` back."""
-    return _CHUNK.findall(text)
 
 
 @builtin("llm_completion", control=True)
@@ -92,45 +99,193 @@ def llm_completion(thread: Any, *args: Any) -> Any:
     return None
 
 
-def _filled(values: list[Any]) -> Channel:
+#: The pumps of the streams still open, by ``id`` of their channel (a pump holds its
+#: channel, so the id is not reused while the entry lives).
+_OPEN: weakref.WeakValueDictionary[int, _Pump] = weakref.WeakValueDictionary()
+_OPEN_LOCK = threading.Lock()
+
+
+def open_stream_reason(ch: Channel) -> str | None:
+    """Why ``ch`` cannot be snapshotted now: an ``llm_stream`` is still filling it (the
+    provider's answer is in flight); None for any other channel. The snapshot layer's
+    channel guard (module docstring)."""
+    with _OPEN_LOCK:
+        pump = _OPEN.get(id(ch))
+    if pump is None or pump.channel is not ch or pump.finished:
+        return None
+    return (
+        "an llm_stream is still filling it (the model's answer is in flight); "
+        "drain the stream (for chunk in ch) before the snapshot"
+    )
+
+
+class _Pump:
+    """Moves one streaming call's deltas from the pool thread into its channel.
+
+    Pool side: :meth:`on_delta` and :meth:`on_result` append ``("delta", text)`` /
+    ``("done", future)`` to ``buffer`` under ``lock`` and complete the armed signal future.
+    Scheduler side: :meth:`_drain` (the signal future's callback) pushes the deltas into the
+    channel in order, settles the call at ``done`` (retry, close, or the error item) and
+    arms a new signal while the call is open. Exactly one signal future is registered with
+    the scheduler at a time, so an idle scheduler waits for the next delta.
+    """
+
+    def __init__(self, thread: Any, channel: Channel, request: Any) -> None:
+        self.runtime = thread.runtime
+        self.channel = channel
+        self.request = request
+        self.lock = threading.Lock()
+        self.buffer: list[tuple[str, Any]] = []
+        self.signal: Future[None] | None = None
+        self.texts: list[str] = []  # deltas delivered to the channel (scheduler thread)
+        self.attempt = 0
+        self.finished = False
+
+    # -- pool thread
+    def on_delta(self, text: str) -> None:
+        """A text delta from the provider (any thread)."""
+        if text:
+            self._put(("delta", text))
+
+    def on_result(self, fut: Future[Any]) -> None:
+        """The call's future is done (any thread)."""
+        self._put(("done", fut))
+
+    def _put(self, item: tuple[str, Any]) -> None:
+        with self.lock:
+            self.buffer.append(item)
+            sig, self.signal = self.signal, None
+        if sig is not None:
+            sig.set_result(None)
+
+    # -- scheduler thread
+    def start(self) -> None:
+        """Submit the call (again, for a retry) and arm the signal."""
+        from harnpy.lifecycle.services import services
+
+        svc = services(self.runtime)
+        svc.inflight += 1
+        fut = svc.llm.submit_stream(self.request, self.on_delta)
+        fut.add_done_callback(self.on_result)
+        self._arm()
+
+    def _arm(self) -> None:
+        sig: Future[None] = Future()
+        with self.lock:
+            ready = bool(self.buffer)
+            if not ready:
+                self.signal = sig
+        self.runtime.scheduler.on_future(sig, self._drain)
+        if ready:
+            sig.set_result(None)
+
+    def _drain(self, _sig: Any) -> None:
+        from harnpy.stdlib.concurrency import channel_push
+
+        with self.lock:
+            items, self.buffer = self.buffer, []
+        waiting = True
+        for kind, value in items:
+            if kind == "delta":
+                self.texts.append(value)
+                channel_push(self.runtime, self.channel, value)
+            else:
+                waiting = self._settle(value)
+        if waiting and not self.finished:
+            self._arm()
+
+    def _settle(self, fut: Future[Any]) -> bool:
+        """Handle the call's outcome; True while the stream stays open (a retry)."""
+        from harnpy.lifecycle.llm_builtins import call_retries, error_envelope, llm_error_value
+        from harnpy.lifecycle.services import services
+        from harnpy.llm import LlmError
+        from harnpy.llm._retry import backoff_delay
+
+        svc = services(self.runtime)
+        svc.inflight -= 1
+        try:
+            response = fut.result()
+        except LlmError as exc:
+            retries, backoff_ms = call_retries(self.request)
+            n = self.attempt
+            if exc.retryable and n < retries and not self.texts:
+                self.attempt = n + 1
+                delay_ms = backoff_delay(n, backoff_ms, exc.retry_after_s) * 1000.0
+                rt = self.runtime
+                rt.scheduler.at(rt.clock.monotonic_ms() + delay_ms, self.start)
+                return False  # start() arms again
+            if n > 0:
+                exc.message = f"{exc.message} (after {n + 1} attempts)"
+            self._fail(llm_error_value(exc))
+            return False
+        except Exception as exc:  # noqa: BLE001 - never leave a consumer waiting
+            self._fail(error_envelope("generic", f"llm: {exc}", self.request))
+            return False
+        for listener in svc.llm_listeners:  # usage and cost accounting, as llm_call
+            listener(response)
+        self._close()
+        return False
+
+    def _fail(self, envelope: dict[str, Any]) -> None:
+        from harnpy.stdlib.concurrency import channel_push
+
+        channel_push(self.runtime, self.channel, {**envelope, "partial": "".join(self.texts)})
+        self._close()
+
+    def _close(self) -> None:
+        from harnpy.stdlib.concurrency import channel_close
+
+        self.finished = True
+        with _OPEN_LOCK:
+            _OPEN.pop(id(self.channel), None)
+        channel_close(self.runtime, self.channel)
+
+
+def _closed_with(value: Any) -> Channel:
     ch = Channel("llm_stream", None)
-    ch.items.extend(values)
+    ch.items.append(value)
     ch.closed = True
     return ch
 
 
-@builtin("llm_stream", control=True)
+@builtin("llm_stream")
 def llm_stream(thread: Any, *args: Any) -> Any:
     """``llm_stream(prompt, system?, options?) -> channel``: the model's answer as a
-    channel of text chunks (strings: each word with the whitespace after it; joined they
-    are the answer's ``text``), closed after the last. Options as ``llm_call``. A failed
-    call (provider error, exceeded budget) gives a channel whose only item is the error
-    value ``llm_call`` would have thrown, instead of throwing; a malformed option throws.
-    The channel is complete when it is returned (module docstring)."""
-    from harnpy.lifecycle._common import push_call
-    from harnpy.lifecycle.compaction import std_function
-    from harnpy.lifecycle.llm_builtins import build
+    channel of text chunks, filled as the provider sends them (the call runs in the
+    background; the channel is returned at once) and closed after the last. Joined, the
+    chunks are the answer's ``text``. Options as ``llm_call`` (``llm_retries`` retries a
+    transient failure before the first chunk). A failed call does not throw: the channel's
+    last item is the error envelope ``llm_call`` would have thrown, plus ``partial`` (the
+    text streamed before the failure); an exceeded budget gives a channel holding only its
+    envelope; a malformed option throws. A snapshot that reaches the channel while the
+    stream is open is refused (E402); drain it first."""
+    from harnpy.lifecycle.llm_builtins import build, message_cache
+    from harnpy.lifecycle.llm_session import preflight
 
-    require_instruction_call(thread, "llm_stream")
     args = strip_harness(args)
     prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
-    build(prompt, system, options, where="llm_stream")  # malformed options throw here
-    push_call(
-        thread,
-        std_function(thread.runtime, STREAM_MODULE, "__llm_stream"),
-        [prompt, system, options],
+    request = build(
+        prompt, system, options, where="llm_stream", cache=message_cache(thread.runtime)
     )
-    return None
+    try:
+        preflight(thread.runtime, request)  # budgets: the envelope is the only item
+    except HarnThrow as exc:
+        return _closed_with(exc.value)
+    _install_guard()  # no stream is open before the first call
+    ch = Channel("llm_stream", None)
+    pump = _Pump(thread, ch, request)
+    with _OPEN_LOCK:
+        _OPEN[id(ch)] = pump
+    pump.start()
+    return ch
 
 
-@builtin("__llm_stream_channel")
-def llm_stream_channel(thread: Any, result: Any = None) -> Channel:
-    """``__llm_stream_channel(result)``: the closed channel of an ``llm_call`` Result —
-    ``Ok(r)``: the chunks of ``r.text``; ``Err(e)``: ``e`` alone."""
-    if type(result) is not EnumValue or result.enum != "Result" or not result.fields:
-        raise runtime_error("internal: __llm_stream_channel needs a Result")
-    value = result.fields[0]
-    if result.variant == "Ok":
-        text = value.get("text") if type(value) is dict else None
-        return _filled(chunks(text if type(text) is str else ""))
-    return _filled([value])
+def _snapshot_guard(ch: Channel) -> str | None:
+    return open_stream_reason(ch)
+
+
+def _install_guard() -> None:
+    from harnpy.runtime import snapshot
+
+    if _snapshot_guard not in snapshot.CHANNEL_GUARDS:
+        snapshot.CHANNEL_GUARDS.append(_snapshot_guard)

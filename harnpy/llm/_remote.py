@@ -33,6 +33,7 @@ from harnpy.llm.errors import (
     one_line,
     refine_http_error,
 )
+from harnpy.llm.streaming import OnDelta
 from harnpy.llm.types import LlmRequest, LlmResponse
 from harnpy.shapes import kind_name
 
@@ -114,6 +115,13 @@ class RemoteProvider:
         """Turn a decoded JSON body into an LlmResponse or raise ``LlmError``."""
         raise NotImplementedError
 
+    def _stream(
+        self, client: Any, request: LlmRequest, settings: Settings, on_delta: OnDelta
+    ) -> dict[str, Any]:
+        """Perform one streaming exchange, calling ``on_delta`` with each text delta as it
+        arrives; return the complete response body the events add up to."""
+        raise NotImplementedError
+
     # -- the call --------------------------------------------------------------------------
     def complete(self, request: LlmRequest) -> LlmResponse:
         """Send ``request`` with retries; return the normalized response.
@@ -150,6 +158,44 @@ class RemoteProvider:
                 backoff_ms=request.effective_backoff_ms,
                 sleep=self._sleep,
             )
+        except LlmError as err:
+            raise err.tag(self.name, settings.model) from None
+
+    def stream(self, request: LlmRequest, on_delta: OnDelta) -> LlmResponse:
+        """Send ``request`` with streaming on: ``on_delta(text)`` gets each visible text
+        delta as the provider sends it (on this thread); returns the normalized response
+        once the stream ends, as :meth:`complete` would. One attempt: the caller retries
+        (a retry after some deltas would repeat them).
+
+        Raises:
+            LlmError: as :meth:`complete`; ``transient_network`` when the stream ends
+                before the provider said it finished.
+        """
+        ensure_calls_enabled(self.name, self.env)
+        if request.tool_payload is not None:
+            raise LlmError(
+                CONFIG,
+                f"{self.name}: native tool search payloads are not sent by harnpy's client yet; "
+                'use tool_search mode: "client"',
+            )
+        settings = self.settings(request)
+        client = self._client(settings)
+        try:
+            try:
+                body = self._stream(client, request, settings, on_delta)
+            except LlmError:
+                raise
+            except Exception as exc:  # every SDK/transport failure becomes an LlmError
+                raise self._translate(exc, request, settings) from None
+            try:
+                return self._parse(body, settings)
+            except LlmError:
+                raise
+            except Exception as exc:  # a shape we did not anticipate: never a traceback
+                raise LlmError(
+                    MALFORMED_RESPONSE,
+                    f"{self.name}: unexpected stream shape ({type(exc).__name__}: {one_line(exc)})",
+                ) from None
         except LlmError as err:
             raise err.tag(self.name, settings.model) from None
 
@@ -277,6 +323,14 @@ def _error_detail(body: Any) -> str:
     if isinstance(body, str):
         return one_line(body, 200)
     return ""
+
+
+def stream_ended_early(provider: str) -> LlmError:
+    """The error of a stream that stopped before the provider's end-of-answer event (the
+    connection closed mid-answer): transient, so a call may be tried again."""
+    return LlmError(
+        TRANSIENT_NETWORK, f"{provider}: the stream ended before the answer was complete"
+    )
 
 
 def require_str(value: Any, what: str, provider: str) -> str:

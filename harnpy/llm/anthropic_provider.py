@@ -1,6 +1,7 @@
 """Anthropic Messages API provider through the official ``anthropic`` package.
 
-The SDK is imported on the first call and its retries are off. The request puts the system
+The SDK is imported on the first call and its retries are off; ``llm_stream`` sends
+``stream: true`` and reads the events with :class:`~harnpy.llm.streaming.AnthropicStream`. The request puts the system
 prompt in the top-level ``system`` field, turns assistant tool calls into ``tool_use`` blocks
 and tool results into ``tool_result`` blocks of a user turn (consecutive turns of the same
 role are merged, as the API requires alternation). The raw JSON body is parsed here: ``text``
@@ -22,7 +23,13 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from harnpy.llm._remote import RemoteProvider, Settings, as_int, require_str
+from harnpy.llm._remote import (
+    RemoteProvider,
+    Settings,
+    as_int,
+    require_str,
+    stream_ended_early,
+)
 from harnpy.llm.errors import (
     ANTHROPIC_ERROR_TYPES,
     CONFIG,
@@ -35,6 +42,7 @@ from harnpy.llm.errors import (
 )
 from harnpy.llm.options import anthropic_thinking
 from harnpy.llm.routing import env_model
+from harnpy.llm.streaming import AnthropicStream, OnDelta, sse_events
 from harnpy.llm.types import LlmRequest, LlmResponse, Message, ToolCall, Usage
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -87,6 +95,23 @@ class AnthropicProvider(RemoteProvider):
 
     def _parse(self, data: Any, settings: Settings) -> LlmResponse:
         return parse_message(data, fallback_model=settings.model)
+
+    def _stream(
+        self, client: Any, request: LlmRequest, settings: Settings, on_delta: OnDelta
+    ) -> dict[str, Any]:
+        acc = AnthropicStream(on_delta)
+        with client.messages.with_streaming_response.create(
+            **build_messages_body(request, settings.model),
+            stream=True,
+            timeout=request.effective_timeout_s,
+        ) as response:
+            for event, data in sse_events(response.iter_lines()):
+                acc.feed(event, data)
+                if acc.done:
+                    break
+        if not acc.done and acc.message.get("stop_reason") is None:
+            raise stream_ended_early(self.name)
+        return acc.body()
 
 
 # -- request ----------------------------------------------------------------------------------

@@ -409,6 +409,14 @@ class MockProvider:
         assert response is not None
         return response
 
+    def stream(self, request: LlmRequest, on_delta: Callable[[str], None]) -> LlmResponse:
+        """:meth:`complete`, with the answer's text handed to ``on_delta`` chunk by chunk
+        (:func:`harnpy.llm.streaming.chunks`: each word with the whitespace after it)
+        before the response is returned. Raises as :meth:`complete` (before any chunk)."""
+        response = self.complete(request)
+        emit_chunks(response.text, on_delta)
+        return response
+
     def intercept(self, request: LlmRequest) -> LlmResponse | None:
         """Answer a call meant for a real provider when a queued ``llm_mock`` entry answers
         it (Harn's mock intercepts every provider while entries are queued): a FIFO entry,
@@ -649,3 +657,28 @@ class RecordingProvider:
             raise
         self.recorder.write(entry_from_response(response))
         return response
+
+    def stream(self, request: LlmRequest, on_delta: Callable[[str], None]) -> LlmResponse:
+        """Delegate to the wrapped provider's ``stream`` (its ``complete`` when it has none,
+        the text then handed over in chunks), then write the fixture line."""
+        try:
+            if hasattr(self.inner, "stream"):
+                response: LlmResponse = self.inner.stream(request, on_delta)
+            else:
+                response = self.inner.complete(request)
+                emit_chunks(response.text, on_delta)
+        except LlmError as err:
+            if err.category not in (CONFIG, DISABLED):
+                err.tag(request.provider, request.model)
+                self.recorder.write(entry_from_error(err))
+            raise
+        self.recorder.write(entry_from_response(response))
+        return response
+
+
+def emit_chunks(text: str, on_delta: Callable[[str], None]) -> None:
+    """Hand ``text`` to ``on_delta`` in stream chunks (:func:`harnpy.llm.streaming.chunks`)."""
+    from harnpy.llm.streaming import chunks
+
+    for part in chunks(text):
+        on_delta(part)

@@ -1,8 +1,9 @@
 """OpenAI-compatible chat-completions provider (OpenAI, Ollama, vLLM, llama.cpp, ...).
 
 Uses the official ``openai`` package (imported on the first call) with its retries off, sends
-``chat.completions`` with streaming off and native ``tools``, and parses the raw JSON body
-itself so that ``null`` fields (``content: null`` beside tool calls, ``usage: null``) and
+``chat.completions`` with native ``tools`` (streaming off, except for ``llm_stream``:
+:meth:`~harnpy.llm._remote.RemoteProvider.stream`, events read by
+:class:`~harnpy.llm.streaming.OpenAIStream`), and parses the raw JSON body itself so that ``null`` fields (``content: null`` beside tool calls, ``usage: null``) and
 small deviations of local servers are handled without the SDK's models.
 
 Three presets share this class:
@@ -26,7 +27,13 @@ import json
 from types import ModuleType
 from typing import Any
 
-from harnpy.llm._remote import RemoteProvider, Settings, as_int, require_str
+from harnpy.llm._remote import (
+    RemoteProvider,
+    Settings,
+    as_int,
+    require_str,
+    stream_ended_early,
+)
 from harnpy.llm.errors import (
     CONFIG,
     MALFORMED_RESPONSE,
@@ -38,6 +45,7 @@ from harnpy.llm.errors import (
 )
 from harnpy.llm.options import openai_reasoning
 from harnpy.llm.routing import env_model
+from harnpy.llm.streaming import OnDelta, OpenAIStream, sse_events
 from harnpy.llm.types import LlmRequest, LlmResponse, Message, ToolCall, Usage
 from harnpy.shapes import kind_name
 
@@ -137,6 +145,24 @@ class OpenAIProvider(RemoteProvider):
 
     def _parse(self, data: Any, settings: Settings) -> LlmResponse:
         return parse_chat_completion(data, provider=self.name, fallback_model=settings.model)
+
+    def _stream(
+        self, client: Any, request: LlmRequest, settings: Settings, on_delta: OnDelta
+    ) -> dict[str, Any]:
+        body = build_chat_body(request, settings.model)
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        acc = OpenAIStream(self.name, on_delta)
+        with client.chat.completions.with_streaming_response.create(
+            **body, timeout=request.effective_timeout_s
+        ) as response:
+            for _event, data in sse_events(response.iter_lines()):
+                acc.feed(data)
+                if acc.done:
+                    break
+        if not acc.done and acc.finish is None:
+            raise stream_ended_early(self.name)
+        return acc.body()
 
 
 # -- request ----------------------------------------------------------------------------------

@@ -94,6 +94,42 @@ class _HostCall:
             tag_error(err, request)
             raise
 
+    def stream(self, request: LlmRequest, on_delta: Callable[[str], None]) -> LlmResponse:
+        """Answer ``request`` with its text handed to ``on_delta`` as it arrives: a mock
+        answer (queued entry or the mock provider) in chunks, a real provider through its
+        streaming API (its complete answer in chunks when it has none)."""
+        from harnpy.llm.mock import emit_chunks
+
+        try:
+            if self.intercept:
+                answer = self.host.mock.intercept(request)
+                if answer is not None:
+                    emit_chunks(answer.text, on_delta)
+                    return answer
+            streamer = getattr(self.provider, "stream", None)
+            if callable(streamer):
+                response: LlmResponse = streamer(request, on_delta)
+                return response
+            response = self.provider.complete(request)
+            emit_chunks(response.text, on_delta)
+            return response
+        except LlmError as err:
+            tag_error(err, request)
+            raise
+
+
+class _StreamCall:
+    """Adapts one streaming call to the pool's ``complete(request)`` interface."""
+
+    def __init__(self, call: _HostCall, on_delta: Callable[[str], None]) -> None:
+        self.call = call
+        self.on_delta = on_delta
+        self.name = call.name
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        """Run the call streaming (:meth:`_HostCall.stream`)."""
+        return self.call.stream(request, self.on_delta)
+
 
 def tag_error(err: LlmError, request: LlmRequest) -> LlmError:
     """Fill ``err.provider`` / ``err.model`` from the routed ``request`` where the provider
@@ -192,12 +228,20 @@ class LlmHost:
             raise tag_error(err, request) from None
         return self._call(provider).complete(routed)
 
-    def submit(self, request: LlmRequest, *, one_attempt: bool = False) -> Future[LlmResponse]:
+    def submit(
+        self,
+        request: LlmRequest,
+        *,
+        one_attempt: bool = False,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> Future[LlmResponse]:
         """Route ``request`` and run it on the pool; routing errors land in the future.
 
         ``one_attempt``: the provider makes exactly one attempt (``retries=0``) because the
         caller runs the retry loop itself (the interpreter retries on scheduler timers, so
         a backoff never holds a pool thread and a mock answer is retried like a real one).
+        ``on_delta``: stream the answer (:meth:`_HostCall.stream`), handing each text delta
+        to ``on_delta`` on the pool thread.
         """
         try:
             provider, routed = self.route(request)
@@ -218,7 +262,19 @@ class LlmHost:
             if self._pool is None:
                 self._pool = LlmPool(self._max_workers)
             pool = self._pool
-        return pool.submit(self._call(provider), routed, limit=limit)
+        host_call = self._call(provider)
+        call: _HostCall | _StreamCall = host_call
+        if on_delta is not None:
+            call = _StreamCall(host_call, on_delta)
+        return pool.submit(call, routed, limit=limit)
+
+    def submit_stream(
+        self, request: LlmRequest, on_delta: Callable[[str], None]
+    ) -> Future[LlmResponse]:
+        """:meth:`submit` with streaming on and one attempt (the caller retries):
+        ``on_delta(text)`` is called on a pool thread with each text delta as the provider
+        sends it; the future holds the complete response (or the :class:`LlmError`)."""
+        return self.submit(request, one_attempt=True, on_delta=on_delta)
 
     def close(self) -> None:
         """Wait for running calls, close SDK clients and the recording file."""

@@ -44,7 +44,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harnpy.runtime.code import (
@@ -125,6 +125,19 @@ _CONTAINER_TYPES = {
 #: Reference-typed values kept by identity in in-process round trips (``live``); a seeded
 #: rng (a ``HostObject`` of kind ``"rng"``) is kept the same way.
 _LIVE_TYPES = {Channel, Atomic, TaskHandle}
+
+#: ``guard(channel) -> reason | None``: a guard returning a reason refuses to snapshot that
+#: channel (``E402``, in every mode, in-process round trips included). ``llm_stream``
+#: registers one for the channels its in-flight calls are filling
+#: (harnpy/lifecycle/llm_stream.py).
+CHANNEL_GUARDS: list[Callable[[Channel], str | None]] = []
+
+
+def _guard_channel(ch: Channel, path: Any) -> None:
+    for guard in CHANNEL_GUARDS:
+        reason = guard(ch)
+        if reason is not None:
+            raise SnapshotError(f"cannot snapshot the channel held at {path}: {reason}", "E402")
 
 
 class _Path:
@@ -262,6 +275,8 @@ class _Encoder:
             k = id(v)
             if self.ext_ids and k in self.ext_ids:
                 return {"$ext": self.ext_ids[k]}
+            if t is Channel and CHANNEL_GUARDS:
+                _guard_channel(v, path)
             if self.live is not None and (
                 t in _LIVE_TYPES or (t is HostObject and v.kind == "rng")
             ):

@@ -33,6 +33,19 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     content_type: str = "application/json"
+    #: A streamed answer: the Server-Sent Events to send, one by one, each flushed at once
+    #: (``(event_name | None, data)``; a dict ``data`` is JSON-encoded); ``body`` is
+    #: ignored. The connection closes after the last event.
+    events: list[tuple[str | None, Any]] | None = None
+    #: With ``events``: before sending event number ``hold_at`` (default: the last), wait
+    #: up to ``hold_timeout_s`` for ``hold`` to be set; the server logs ``"held event
+    #: sent"`` after sending it.
+    hold: threading.Event | None = None
+    hold_at: int = -1
+    hold_timeout_s: float = 30.0
+    #: Set once this reply has been sent (the server logs ``"served <label>"`` first).
+    sets: threading.Event | None = None
+    label: str = ""
 
 
 @dataclass
@@ -60,6 +73,8 @@ class FakeLlmServer:
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
         self.default_reply: Reply | None = None
+        #: What the server did, in order (``"served <label>"``, ``"held event sent"``).
+        self.log: list[str] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -125,6 +140,9 @@ class FakeLlmServer:
                 reply = server._next_reply(path)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                if reply.events is not None:
+                    self._stream(reply)
+                    return
                 payload = (
                     reply.body
                     if isinstance(reply.body, str)
@@ -138,9 +156,42 @@ class FakeLlmServer:
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(payload)
+                    self.wfile.flush()
+                    self._served(reply)
                 except (BrokenPipeError, ConnectionResetError):
                     # The client gave up (timeout test); nothing to answer.
                     pass
+
+            def _stream(self, reply: Reply) -> None:
+                events = reply.events or []
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("cache-control", "no-cache")
+                    self.send_header("connection", "close")
+                    self.end_headers()
+                    self.wfile.flush()
+                    held = reply.hold_at % len(events) if events else -1
+                    for i, (name, data) in enumerate(events):
+                        if i == held and reply.hold is not None:
+                            reply.hold.wait(reply.hold_timeout_s)
+                        text = data if isinstance(data, str) else json.dumps(data)
+                        frame = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"
+                        self.wfile.write(frame.encode("utf-8"))
+                        self.wfile.flush()
+                        if i == held:
+                            with server._lock:
+                                server.log.append("held event sent")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+
+            def _served(self, reply: Reply) -> None:
+                if reply.sets is not None or reply.label:
+                    with server._lock:
+                        server.log.append(f"served {reply.label}")
+                if reply.sets is not None:
+                    reply.sets.set()
 
         self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -254,3 +305,77 @@ def anthropic_tool_use(
 def error_body(message: str, type_: str = "error") -> dict[str, Any]:
     """An error body shaped like both APIs' error envelopes."""
     return {"type": "error", "error": {"type": type_, "message": message}}
+
+
+def openai_stream_events(
+    parts: list[str], *, model: str = "gpt-4o", finish: str = "stop"
+) -> list[tuple[str | None, Any]]:
+    """The ``chat.completion.chunk`` events of an answer made of ``parts`` (one content
+    delta each), then the finish reason, a usage-only chunk and ``[DONE]``."""
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-stream",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+
+    events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant"}))]
+    events += [(None, chunk({"content": p})) for p in parts]
+    events.append((None, chunk({}, finish)))
+    usage = {"prompt_tokens": 5, "completion_tokens": len(parts), "total_tokens": 5 + len(parts)}
+    events.append((None, {"id": "chatcmpl-stream", "model": model, "choices": [], "usage": usage}))
+    events.append((None, "[DONE]"))
+    return events
+
+
+def anthropic_stream_events(
+    parts: list[str], *, model: str = "claude-sonnet-5"
+) -> list[tuple[str | None, Any]]:
+    """The Messages API events of an answer whose one text block is made of ``parts``."""
+    events: list[tuple[str | None, Any]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_stream",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": 9, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+    ]
+    events += [
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}},
+        )
+        for p in parts
+    ]
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": len(parts)},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return events
