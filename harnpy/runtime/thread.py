@@ -48,6 +48,12 @@ class Thread:
         out: callable receiving stdout text (buffered for spawned tasks).
         status: ``"ready"``, ``"running"``, ``"blocked"``, ``"done"``, ``"failed"``.
         interrupt_requested: set asynchronously (Ctrl-C); checked at loop back-edges.
+        park_request: with ``interrupt_requested``, asks the thread to park instead of
+            unwinding: at its next instruction boundary (a loop back-edge or a frame
+            switch) ``park_request(thread)`` is called with the stack as data and every
+            frame's ``pc`` at its resume point; it snapshots the thread and raises
+            ``SnapshotExit``, or returns when it cannot (the thread runs on, the request
+            cleared). How a stopping ``harnpy serve`` replica hands a run over mid-function.
         name: human-readable label (``"main"``, ``"task 3"``, a worker id).
     """
 
@@ -62,6 +68,7 @@ class Thread:
         self.status = "ready"
         self.error: HarnError | None = None
         self.interrupt_requested = False
+        self.park_request: Callable[[Thread], None] | None = None
         self.out = out if out is not None else runtime.write_out
         self.blocked_on: Any = None
         self.pending_target = -1
@@ -102,7 +109,15 @@ class Thread:
         """Clear the interrupt request and raise :class:`HarnInterrupt` (called at loop
         back-edges)."""
         self.interrupt_requested = False
+        if self.park_request is not None:
+            raise _ParkRequested()
         raise HarnInterrupt()
+
+    def _park_now(self) -> None:
+        """Serve a park request at an instruction boundary (``park_request``)."""
+        hook, self.park_request = self.park_request, None
+        if hook is not None:
+            hook(self)
 
     # ---- starting
 
@@ -218,8 +233,9 @@ class Thread:
         self.runtime.current_thread = self
         frame = self.frame
         pc = 0
-        if self.interrupt_requested and frame is not None:
+        if self.interrupt_requested and frame is not None and self.park_request is None:
             # Interrupted while blocked or before it started: unwind from where it waits.
+            # (A park request stays pending: the first instruction boundary serves it.)
             self.interrupt_requested = False
             frame = self._unwind_interrupt(frame, None, HarnInterrupt())
         elif self.pending_error is not None and frame is not None and not frame.native:
@@ -285,6 +301,14 @@ class Thread:
                 if bad is None:
                     raise
                 frame = self._unwind(frame, pc, bad)
+            except _ParkRequested:
+                # raised by a loop back-edge before any effect: it runs again on resume
+                if frame is self.frame and frame is not None and not frame.native and pc >= 0:
+                    frame.pc = pc  # type: ignore[union-attr]
+                    self._park_now()
+                else:
+                    self.park_request = None
+                frame = self.frame
             except HarnInterrupt as exc:
                 frame = self._unwind_interrupt(*self._interrupt_origin(frame, pc), exc)
             except KeyboardInterrupt:
@@ -296,6 +320,9 @@ class Thread:
         ``finally`` block left its frame early (``return`` inside ``finally``)."""
         if self.interrupt_requested:
             self.interrupt_requested = False
+            if self.park_request is not None and self._barrier is None:
+                self._park_now()  # every frame's pc is saved at a switch
+                return
             raise HarnInterrupt()
         b = self._barrier
         if b is not None and self.depth < b[2]:
@@ -464,3 +491,7 @@ def _enter_handler(f: Frame, h: Any, exc: HarnError) -> None:
 
 
 __all__ = ["Thread", "DEFAULT_MAX_DEPTH", "STOP"]
+
+
+class _ParkRequested(Exception):
+    """A loop back-edge noticed a park request (``Thread.park_request``)."""

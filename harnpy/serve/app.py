@@ -179,7 +179,7 @@ class ServeApp:
 
     def _requeue_ready_sync(self) -> int:
         try:
-            from harnpy.lifecycle.waitpoints.durable import park_ready, time_out_due
+            from harnpy.lifecycle.waitpoints.durable import checkpoint_ready, time_out_due
         except ImportError:  # pragma: no cover - no durable waitpoints: nothing parks
             return 0
         store = self.store
@@ -190,9 +190,7 @@ class ServeApp:
             info = store.checkpoint_info(run.worker_id)
             if info is None:
                 continue
-            ready = info.status in ("completed", "failed") or (
-                info.status == "suspended" and park_ready(store, run.worker_id, info.park_id)
-            )
+            ready = info.status in ("completed", "failed") or checkpoint_ready(store, info)
             if ready and store.requeue_parked_run(run.id):
                 log.info("run %s: its wait is over (checkpoint %s): queued", run.id, info.status)
                 n += 1

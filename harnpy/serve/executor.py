@@ -11,7 +11,14 @@ threads in a fresh :class:`~harnpy.runtime.runtime.Runtime`:
   renewal that fails (another replica took the run over, or it was cancelled) interrupts
   the run, and nothing it does afterwards is committed (every write presents the fence);
 * at the end the completion snapshot (:mod:`harnpy.serve.completion`) or the sanitized
-  failure is committed with the fence, and the lease given back.
+  failure is committed with the fence, and the lease given back;
+* on :meth:`Executor.stop` (SIGTERM) every running run is asked to park at its next
+  instruction boundary (a loop back-edge or a call / return, so after the model call or
+  tool it is in returns): its whole state is checkpointed ready at once
+  (:func:`~harnpy.lifecycle.waitpoints.durable.park_for_shutdown`) and the run re-queued,
+  so another replica continues it mid-function. A run that cannot park within the grace
+  period (blocked on a long wait, or holding live tasks) is interrupted and re-queued: it
+  starts again from its last park.
 
 Work inside a run happens at least once (a replica that dies mid-run loses its lease, and
 the run starts again elsewhere); the run's final status and snapshot are committed exactly
@@ -108,6 +115,16 @@ class _Active:
     def interrupt(self) -> None:
         th = getattr(self.runtime, "main_thread", None)
         if th is not None:
+            th.park_request = None
+            th.interrupt_requested = True
+
+    def request_park(self) -> None:
+        """Ask the run's program to park at its next instruction boundary (shutdown)."""
+        from harnpy.lifecycle.waitpoints.durable import park_for_shutdown
+
+        th = getattr(self.runtime, "main_thread", None)
+        if th is not None and th.park_request is None and not self.lost:
+            th.park_request = park_for_shutdown
             th.interrupt_requested = True
 
 
@@ -149,6 +166,7 @@ class Executor:
         self._lock = threading.Lock()
         self._queue: queue.Queue[_Active | None] = queue.Queue()
         self._stopping = threading.Event()
+        self._stopped = threading.Event()  # the lease renewer runs until the very end
         self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------------ threads
@@ -198,12 +216,18 @@ class Executor:
             act.interrupt()
 
     def stop(self, grace_s: float) -> None:
-        """Stop: take no more runs, wait up to ``grace_s`` seconds for the running ones,
+        """Stop: take no more runs and ask the running ones to park at their next
+        instruction boundary (module docstring); wait up to ``grace_s`` seconds for them,
         then interrupt those still running and put them back in the queue of runnable runs
-        (``queued``, lease given back) for another replica."""
+        (``queued``, lease given back) for another replica. Leases are renewed until the
+        end."""
         self._stopping.set()
         deadline = time.monotonic() + grace_s
         while self.busy() and time.monotonic() < deadline:
+            with self._lock:
+                running = list(self.active.values())
+            for act in running:  # again and again: a park refused now may work later
+                act.request_park()
             time.sleep(0.05)
         with self._lock:
             left = list(self.active.values())
@@ -214,6 +238,7 @@ class Executor:
                 self.store.update_run(act.run.id, fence=act.fence, status="queued", release=True)
             except (Fenced, StoreError):
                 pass
+        self._stopped.set()
         for _ in self._threads:
             self._queue.put(None)
 
@@ -235,7 +260,7 @@ class Executor:
 
     def _renew_loop(self) -> None:
         period = max(0.05, self.lease_ms / 3000)
-        while not self._stopping.wait(period):
+        while not self._stopped.wait(period):
             with self._lock:
                 acts = list(self.active.values())
             for act in acts:
@@ -329,14 +354,22 @@ class Executor:
         info = self.store.checkpoint_info(worker_id)
         if info is not None:
             self.metrics.checkpoint_bytes.observe(info.size)
+        from harnpy.lifecycle.waitpoints.durable import SHUTDOWN_REASON
+
+        # parked because this replica is stopping: runnable again at once, anywhere
+        again = info is not None and info.reason == SHUTDOWN_REASON
         try:
             rec = self.store.update_run(
-                act.run.id, fence=act.fence, worker_id=worker_id, release=True
+                act.run.id,
+                fence=act.fence,
+                worker_id=worker_id,
+                status="queued" if again else None,
+                release=True,
             )
         except Fenced:
             self._lose(act)
             return Outcome("lost", None)
-        self.metrics.finished.labels("parked").inc()
+        self.metrics.finished.labels("handed_over" if again else "parked").inc()
         return Outcome("in_progress", rec)
 
     def _resume(self, act: _Active, events: _Events, calls: list[ModelCall]) -> Outcome:

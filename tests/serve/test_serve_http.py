@@ -280,6 +280,42 @@ def test_sigterm_stops_gracefully_and_another_replica_finishes_the_run(tmp_path:
         a.kill()
 
 
+def test_sigterm_hands_a_running_run_over_mid_function(tmp_path: Path) -> None:
+    """SIGTERM parks a running run at its next instruction boundary: another replica goes
+    on from there (every step printed once: the run was not started again)."""
+    store = f"sqlite://{tmp_path / 's.sqlite3'}"
+    a = start_server(APP, store, "--grace-ms", "5000")
+    try:
+        rid = post(a, {"entry": "steps", "input": {"steps": 40}, "background": True}).json()["id"]
+        st = open_store(store)
+        try:
+            deadline = time.monotonic() + 30
+            while sum(e.event_type == "stdout" for e in st.run_events(rid)) < 3:
+                assert time.monotonic() < deadline, "the run never started"
+                time.sleep(0.05)
+            assert a.terminate(timeout=30) == 0
+            rec = st.run_by_id(rid)
+            assert rec is not None and rec.status == "queued" and rec.lease_holder is None
+            assert rec.worker_id == f"prog-{rid}"
+            info = st.checkpoint_info(rec.worker_id)
+            assert info is not None and info.status == "suspended"
+            assert info.reason == "shutdown"
+            printed_before = sum(e.event_type == "stdout" for e in st.run_events(rid))
+            assert 3 <= printed_before < 40
+            b = start_server(APP, store)
+            try:
+                done = wait_status(b, rid, "alice", ("completed",))
+            finally:
+                b.kill()
+            assert done["output"] == "did 40"
+            printed = [e.data["payload"] for e in st.run_events(rid) if e.event_type == "stdout"]
+            assert printed == [f"step {i}\n" for i in range(40)]
+        finally:
+            st.close()
+    finally:
+        a.kill()
+
+
 def test_health_metrics_openapi(one: Server) -> None:
     post(one, {"entry": "greet", "input": {"name": "m"}})
     h = one.http.get("/healthz").json()

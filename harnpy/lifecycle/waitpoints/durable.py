@@ -47,8 +47,11 @@ __all__ = [
     "LEASE_MS",
     "CannotPark",
     "MODE",
+    "SHUTDOWN_REASON",
     "ResumeResult",
+    "checkpoint_ready",
     "park",
+    "park_for_shutdown",
     "park_ready",
     "resume_checkpoint",
     "resume_ready",
@@ -61,6 +64,9 @@ __all__ = [
 LEASE_MS = 30_000
 #: ``checkpoints.mode`` of a parked program.
 MODE = "program"
+#: ``checkpoints.reason`` of a program parked because its process was stopping: ready at
+#: once (nothing to wait for), it goes on wherever it is resumed.
+SHUTDOWN_REASON = "shutdown"
 #: Largest JSON of a final value kept in the outcome document (bytes); bigger: dropped.
 _MAX_OUTCOME_VALUE = 256 * 1024
 
@@ -219,6 +225,75 @@ def park(
     raise SnapshotExit(ref)
 
 
+def park_for_shutdown(thread: Any) -> None:
+    """Park the running main program at this instruction boundary because its process is
+    stopping (``harnpy serve`` on SIGTERM): the whole program is checkpointed with reason
+    :data:`SHUTDOWN_REASON` (ready at once) and ``SnapshotExit`` raised, so another process
+    resumes it mid-function instead of re-running it from its last park. Returns without
+    parking when the program cannot be snapshotted now (a live task, E402) or the store
+    refuses the commit: the program runs on and its process decides (it interrupts it).
+
+    Raises:
+        SnapshotExit: parked.
+        HarnError: E412 when this process's claim on the run or its checkpoint was lost.
+    """
+    from harnpy.runtime.snapshot import SnapshotError, seal_document, snapshot
+    from harnpy.runtime.sources import persist_sources
+    from harnpy.store import CheckpointMeta, Fenced, StoreError
+
+    rt = thread.runtime
+    st = state_of(rt)
+    try:
+        store = st.store()
+    except StoreError:
+        return
+    if store is None or st.settled:
+        return
+    run_id = st.ensure_run_id()
+    worker_id = st.worker_id()
+    park_id = f"park_{uuid.uuid4().hex[:16]}"
+    try:
+        snap = snapshot(thread, {"shutdown_park": {"park_id": park_id}})
+        body = seal_document(snap)
+    except SnapshotError:
+        return
+    meta = CheckpointMeta(
+        status="suspended",
+        park_id=park_id,
+        name=_main_name(rt),
+        mode=MODE,
+        reason=SHUTDOWN_REASON,
+        run_id=run_id,
+        wake=["at once (its process stopped)"],
+    )
+    try:
+        persist_sources(rt, snap, store=store, checkpoint_id=worker_id)
+        if st.fence is not None:
+            store.put_checkpoint(worker_id, body, meta, fence=st.fence)
+            st.fence = None
+            st.release()
+        else:
+            store.put_checkpoint(worker_id, body, meta, expect_version=None, run_fence=st.run_fence)
+    except Fenced as e:
+        st.settled = True
+        raise runtime_error(f"shutdown park: {e.message}", "E412") from None
+    except StoreError:
+        return
+    st.checkpoint_id = worker_id
+    raise SnapshotExit(store.checkpoint_ref(worker_id))
+
+
+def checkpoint_ready(store: Any, info: Any) -> bool:
+    """Whether the parked program of checkpoint ``info`` (a ``CheckpointInfo``) can be
+    resumed now: parked by a stopping process (:data:`SHUTDOWN_REASON`), or its wait is
+    over (:func:`park_ready`)."""
+    if info.status != "suspended":
+        return False
+    if info.reason == SHUTDOWN_REASON:
+        return info.park_id is not None
+    return park_ready(store, info.worker_id, info.park_id)
+
+
 def _cancel_timer(store: Any, pk: dict[str, Any]) -> None:
     if pk.get("timer"):
         try:
@@ -359,7 +434,7 @@ def resume_checkpoint(
     info = store.checkpoint_info(worker_id)
     if info is None or info.status != "suspended" or info.mode != MODE:
         return None
-    if not park_ready(store, worker_id, info.park_id):
+    if not checkpoint_ready(store, info):
         return None
     try:
         claim = store.claim_checkpoint(
@@ -384,15 +459,18 @@ def resume_checkpoint(
     try:
         doc = open_document(claim.body, f"checkpoint {ref}")
         validate_document(doc, ref)
-        pk = _check_park(doc)
+        shutdown = _shutdown_park(doc, info.park_id)
+        pk = None if shutdown else _check_park(doc)
         th = load_document_for_resume(
             doc, os.path.join(os.getcwd(), ".harn", "checkpoint"), rt, store=store
         )
         frame = th.frame
-        if frame is None or frame.native or not 0 <= pk["target"] < len(frame.slots):
+        if frame is None or (
+            pk is not None and (frame.native or not 0 <= pk["target"] < len(frame.slots))
+        ):
             raise SnapshotError("the checkpoint's waiting call is not where it says", "E404")
-        outcome = _outcome(store, pk)
-        if outcome is None:  # cannot happen after park_ready, unless un-completed by hand
+        outcome = None if pk is None else _outcome(store, pk)
+        if pk is not None and outcome is None:  # not after park_ready, unless undone by hand
             return give_back("refused", f"{ref}: its wait is not over")
     except SnapshotError as e:
         return give_back("refused", f"{ref}: error[{e.code}]: {e.message}")
@@ -408,13 +486,27 @@ def resume_checkpoint(
     st.checkpoint_id = worker_id
     st.fence = claim.fence
     st.keeper = keeper
-    _cancel_timer(store, pk)
-    kind, v = outcome
-    if kind == "value":
-        frame.slots[pk["target"]] = v
-    else:
-        th.pending_error = HarnThrow(v)
+    if pk is not None and outcome is not None:
+        _cancel_timer(store, pk)
+        kind, v = outcome
+        if kind == "value":
+            frame.slots[pk["target"]] = v
+        else:
+            th.pending_error = HarnThrow(v)
     return _run_resumed(rt, th, worker_id)
+
+
+def _shutdown_park(doc: Any, park_id: str | None) -> bool:
+    """Whether ``doc`` is a program parked by a stopping process (:func:`park_for_shutdown`)
+    at ``park_id``; False for a waitpoint park."""
+    from harnpy.runtime.snapshot import SnapshotError
+
+    sp = (doc.get("extra") or {}).get("shutdown_park") if isinstance(doc, dict) else None
+    if sp is None:
+        return False
+    if not isinstance(sp, dict) or sp.get("park_id") != park_id:
+        raise SnapshotError("the checkpoint's shutdown park is not the stored park", "E404")
+    return True
 
 
 def _run_resumed(rt: Any, th: Any, worker_id: str) -> ResumeResult:
