@@ -169,7 +169,9 @@ def test_chaos_replicas_killed_while_runs_park_and_complete(pg_url: str) -> None
                 latencies.append(time.perf_counter() - t0)
                 assert r.status_code == 200, r.text
                 body = r.json()
-                assert body["status"] in ("in_progress", "completed"), body
+                assert body["status"] in ("in_progress", "completed"), (
+                    f"{body}\n{stuck_state(pg_url, rid, fleet)}"
+                )
                 if body["status"] == "completed":
                     assert body["output"] == {"approved": pending[rid], "note": pending[rid]}
                     del pending[rid]
