@@ -104,8 +104,10 @@ def digest(messages: list[Any], mask: bool) -> str:
 
 @builtin("__compact_plan")
 def compact_plan(thread: Any, messages: Any = None, options: Any = None) -> dict[str, Any]:
-    """``__compact_plan(messages, options)``: ``{strategy, archived, kept, summary?}`` —
-    the split of ``messages`` and, for ``truncate`` / ``observation_mask``, the summary
+    """``__compact_plan(messages, options)``: ``{strategy, first, archived, kept,
+    summary?}`` — the split of ``messages`` (``first``: the ``keep_first`` leading messages
+    kept verbatim before the summary, default none; ``kept``: the ``keep_last`` trailing
+    ones) and, for ``truncate`` / ``observation_mask``, the summary
     (``std/agent/_compact`` finishes ``custom`` and ``llm``). Throws for a bad option."""
     if is_transcript(messages):
         messages = messages.get("messages") or []
@@ -117,6 +119,11 @@ def compact_plan(thread: Any, messages: Any = None, options: Any = None) -> dict
     keep = opts.get("keep_last", opts.get("compact_keep_last", DEFAULT_KEEP_LAST))
     if type(keep) is not int or keep < 0:
         raise thrown("transcript_auto_compact: keep_last must be a non-negative int")
+    first = opts.get("keep_first", opts.get("compact_keep_first", 0))
+    if first is None:
+        first = 0
+    if type(first) is not int or first < 0:
+        raise thrown("transcript_auto_compact: keep_first must be a non-negative int")
     strategy = opts.get("compact_strategy", opts.get("strategy"))
     if strategy is None:
         strategy = "llm" if opts.get("provider") is not None else "truncate"
@@ -127,11 +134,19 @@ def compact_plan(thread: Any, messages: Any = None, options: Any = None) -> dict
         )
     if strategy == "custom" and opts.get("compact_callback") is None:
         raise thrown('transcript_auto_compact: compact_strategy "custom" needs compact_callback')
-    cut = max(0, len(messages) - keep)
-    while 0 < cut < len(messages) and _role(messages[cut]) == "tool":
+    first = min(first, len(messages))
+    while first < len(messages) and _role(messages[first]) == "tool":
+        first += 1  # a kept assistant message keeps the tool results it called for
+    cut = max(first, len(messages) - keep)
+    while first < cut < len(messages) and _role(messages[cut]) == "tool":
         cut -= 1  # a tool result stays with the assistant message that called it
-    archived, kept = messages[:cut], messages[cut:]
-    plan: dict[str, Any] = {"strategy": strategy, "archived": archived, "kept": kept}
+    head, archived, kept = messages[:first], messages[first:cut], messages[cut:]
+    plan: dict[str, Any] = {
+        "strategy": strategy,
+        "first": head,
+        "archived": archived,
+        "kept": kept,
+    }
     if strategy in ("truncate", "observation_mask"):
         plan["summary"] = digest(archived, strategy == "observation_mask")
     return plan
@@ -141,22 +156,24 @@ def compact_plan(thread: Any, messages: Any = None, options: Any = None) -> dict
 def compact_join(thread: Any, plan: Any = None, summary: Any = None) -> list[Any]:
     """``__compact_join(plan, summary)``: the compacted message list — one user message
     ``[auto-compacted N older messages]`` with ``summary`` (a string, or a dict's
-    ``summary``), then the kept messages; the list unchanged when nothing was archived."""
+    ``summary``), then the kept messages — after the plan's ``first`` messages; the list
+    unchanged when nothing was archived."""
     if type(plan) is not dict:
         raise runtime_error("internal: __compact_join needs a plan")
+    first = plan.get("first") or []
     archived, kept = plan.get("archived") or [], plan.get("kept") or []
     if not archived:
-        return list(kept)
+        return [*first, *kept]
     text = summary if type(summary) is str else ("" if summary is None else display(summary))
     head = f"[auto-compacted {len(archived)} older messages]"
-    return [{"role": "user", "content": f"{head}\n{text}" if text else head}, *kept]
+    return [*first, {"role": "user", "content": f"{head}\n{text}" if text else head}, *kept]
 
 
 @builtin("transcript_auto_compact", control=True)
 def transcript_auto_compact(thread: Any, messages: Any = None, options: Any = None) -> Any:
     """``transcript_auto_compact(messages, options?)``: the message list with all but the
-    last ``keep_last`` (default 12) messages folded into one ``[auto-compacted N older
-    messages]`` user message (module docstring: strategies ``truncate``,
+    first ``keep_first`` (default 0) and the last ``keep_last`` (default 12) messages
+    folded into one ``[auto-compacted N older messages]`` user message (module docstring: strategies ``truncate``,
     ``observation_mask``, ``custom`` with ``compact_callback``, ``llm`` with ``provider``).
     Throws for a bad option; a failing callback or model call propagates."""
     require_instruction_call(thread, "transcript_auto_compact")
@@ -189,9 +206,37 @@ def std_function(runtime: Any, module: str, name: str) -> Any:
 
 # ------------------------------------------------------------ agent-loop compaction policy
 
-#: Default estimated-token threshold of agent-loop compaction (Harn lowers it from the
-#: model's context window when it knows it; harnpy uses this fixed value).
+#: Default estimated-token threshold of agent-loop compaction, for a model whose context
+#: window the catalog does not know.
 DEFAULT_LOOP_THRESHOLD = 96_000
+#: Share of the model's context window a loop's context may fill before it compacts: the
+#: threshold is lowered to this much of the window (``gpt-4o``'s 128,000 gives 96,000).
+WINDOW_SHARE = 0.75
+
+
+def context_window(model: Any) -> int | None:
+    """The context window (tokens) the provider catalog (harnpy/llm/catalog.toml) gives
+    for ``model`` (an id, alias or ``provider:id``); None when unknown or not a string."""
+    if type(model) is not str or not model.strip():
+        return None
+    from harnpy.llm import catalog
+
+    entry = catalog.model_entry(catalog.resolve_model(model)["id"])
+    window = entry.get("context_window") if entry is not None else None
+    return window if type(window) is int and window > 0 else None
+
+
+def loop_threshold(threshold: int, model: Any) -> tuple[int, int | None]:
+    """``(threshold, window)``: the compaction threshold of a loop on ``model`` —
+    ``threshold`` (the ``compact_threshold`` option or :data:`DEFAULT_LOOP_THRESHOLD`)
+    lowered to :data:`WINDOW_SHARE` of the model's context window when the catalog knows
+    it (Harn ``llm/agent_loop.md``: "model-aware") — and that window (None: unknown)."""
+    window = context_window(model)
+    if window is None:
+        return threshold, None
+    return min(threshold, int(window * WINDOW_SHARE)), window
+
+
 #: Loop strategies (Harn ``compaction``) -> the pipeline strategy that runs them.
 LOOP_STRATEGIES = {
     "truncate": "truncate",
@@ -207,8 +252,10 @@ LOOP_STRATEGIES = {
 def loop_policy(opts: dict[str, Any], where: str) -> dict[str, Any] | None:
     """The compaction policy of an ``agent_loop`` (None: off): ``compaction`` (``"none"`` /
     ``false`` off, a strategy name, or ``{strategy, keep_last_n}``; default ``hybrid``
-    keeping 10), ``auto_compact``, ``compact_threshold`` (estimated tokens, default
-    96,000), ``compact_keep_last``, ``compact_strategy``, ``compact_callback``.
+    keeping 10), ``auto_compact``, ``compact_threshold`` (estimated tokens; default
+    96,000; lowered to 3/4 of the ``model``'s context window when the catalog knows it,
+    :func:`loop_threshold`), ``compact_keep_first`` (messages kept verbatim before the
+    summary, default 0), ``compact_keep_last``, ``compact_strategy``, ``compact_callback``.
 
     Raises:
         HarnThrow: for an unknown strategy or a bad number.
@@ -235,17 +282,27 @@ def loop_policy(opts: dict[str, Any], where: str) -> dict[str, Any] | None:
             + ", ".join(LOOP_STRATEGIES)
         )
     threshold = opts.get("compact_threshold", DEFAULT_LOOP_THRESHOLD)
-    for name, v in (("compact_keep_last", keep), ("compact_threshold", threshold)):
+    first = opts.get("compact_keep_first", 0)
+    if first is None:
+        first = 0
+    for name, v in (
+        ("compact_keep_last", keep),
+        ("compact_keep_first", first),
+        ("compact_threshold", threshold),
+    ):
         if type(v) is not int or v < 0:
             raise thrown(f"{where}: {name} must be a non-negative int")
+    threshold, window = loop_threshold(threshold, opts.get("model"))
     engine = LOOP_STRATEGIES[str(strategy)]
     if engine == "custom" and opts.get("compact_callback") is None:
         raise thrown(f'{where}: compaction strategy "custom" needs compact_callback')
     return {
         "strategy": strategy,
         "engine": engine,
+        "keep_first": first,
         "keep_last": keep,
         "threshold": threshold,
+        "context_window": window,
         "callback": opts.get("compact_callback"),
     }
 
@@ -261,9 +318,11 @@ def agent_compaction_plan(thread: Any, st: Any = None) -> Any:
         return None  # off, or no model call follows (the loop ends on its budget)
     msgs = (st.get("transcript") or {}).get("messages") or []
     before = estimate(msgs)
-    if before <= policy["threshold"] or len(msgs) <= policy["keep_last"]:
+    first = policy.get("keep_first") or 0
+    if before <= policy["threshold"] or len(msgs) <= first + policy["keep_last"]:
         return None
     options: dict[str, Any] = {
+        "keep_first": first,
         "keep_last": policy["keep_last"],
         "compact_strategy": policy["engine"],
         "compact_callback": policy["callback"],

@@ -201,3 +201,62 @@ pipeline main() {
     assert got[3] == "true"
     assert got[4] == "0"
     assert got[5].startswith("agent_loop: unknown compaction strategy magic")
+
+
+def test_agent_loop_threshold_comes_from_the_models_context_window(run_harn: RunHarn) -> None:
+    # qwen3:8b has a 40,960-token window in the catalog: 3/4 of it (30,720 estimated
+    # tokens, about 123,000 characters) is the threshold; a model the catalog does not
+    # know keeps the default 96,000, so the same 40,000-token context is not compacted.
+    out, _ = run_harn(
+        """
+tool bulk() -> string {
+  description "A large output."
+  return "x".repeat(160000)
+}
+fn run(model) {
+  llm_mock({tool_calls: [{id: "c1", name: "bulk", arguments: {}}]})
+  llm_mock({text: "done"})
+  let r = agent_loop("go", nil, {provider: "mock", model: model, tools: [bulk],
+    compact_keep_last: 1, compaction: "truncate"})
+  return transcript_events_by_kind(r.transcript, "compaction")
+}
+pipeline main() {
+  let small = run("qwen3:8b")
+  println(len(small))
+  println(small[0].estimated_tokens_before > 30720)
+  println(len(run("house-model-7")))
+}
+"""
+    )
+    assert lines(out) == ["1", "true", "0"]
+
+
+def test_agent_loop_compaction_keeps_the_first_messages(run_harn: RunHarn) -> None:
+    out, _ = run_harn(
+        """
+tool probe(path: string) -> string {
+  description "Probe."
+  return "probed " + path
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "c1", name: "probe", arguments: {path: "a"}}]})
+  llm_mock({tool_calls: [{id: "c2", name: "probe", arguments: {path: "b"}}]})
+  llm_mock({text: "done"})
+  let r = agent_loop("the task", nil, {provider: "mock", tools: [probe], compact_threshold: 1,
+    compact_keep_first: 1, compact_keep_last: 1, compaction: "truncate"})
+  let msgs = transcript_messages(r.transcript)
+  println(msgs[0].content)
+  println(msgs[1].content.starts_with("[auto-compacted"))
+  let plain = [{role: "user", content: "a"}, {role: "assistant", content: "b"},
+    {role: "user", content: "c"}, {role: "assistant", content: "d"}]
+  println(transcript_auto_compact(plain, {keep_first: 1, keep_last: 1}).map({ m -> len(m.content) }))
+  println(unwrap_err(try { agent_loop("go", nil, {provider: "mock", compact_keep_first: -1}) }))
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "the task"
+    assert got[1] == "true"
+    # a, the summary of b and c ("[auto-compacted 2 older messages]" and two lines), d
+    assert got[2] == f"[1, {len('[auto-compacted 2 older messages]') + 25}, 1]"
+    assert got[3].startswith("agent_loop: compact_keep_first must be a non-negative int")
