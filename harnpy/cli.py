@@ -398,9 +398,16 @@ def _cmd_repl(args: argparse.Namespace) -> int:
 
 
 def _read_source(path: str, command: str = "run") -> str | None:
+    """The text of the script ``path`` (capped and regular files only, like every module
+    source: ``harnpy.runtime.modules.read_source``), or None after saying why on stderr."""
+    from harnpy.runtime.modules import read_source
+    from harnpy.security import ReadRefused
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
+        return read_source(path)
+    except ReadRefused as e:  # a FIFO, a device, a directory, a file over the cap
+        clitext.error(command, e.message)
+        return None
     except OSError as e:
         clitext.error(command, f"cannot read {path}: {e.strerror or e}")
         return None

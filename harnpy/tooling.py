@@ -66,28 +66,42 @@ def add_subparsers(sub: Any) -> None:
 
 
 def harn_files(paths: list[str]) -> tuple[list[str], list[str]]:
-    """The ``.harn`` files PATHs name (sorted within each directory), and the PATHs that do
-    not exist."""
+    """The ``.harn`` files PATHs name (sorted within each directory; a file named twice,
+    as ``a.harn`` and ``./a.harn`` or through a directory, once), and the PATHs that do not
+    exist. A PATH that exists and is no directory is kept whatever it is (a FIFO, a device),
+    so that reading it says why it cannot be used."""
     files: list[str] = []
     missing: list[str] = []
+    seen: set[str] = set()
+
+    def add(f: str) -> None:
+        key = os.path.normpath(os.path.abspath(f))
+        if key not in seen:
+            seen.add(key)
+            files.append(f)
+
     for p in paths:
-        if os.path.isfile(p):
-            files.append(p)
-        elif os.path.isdir(p):
+        if os.path.isdir(p):
             for dirpath, dirnames, filenames in os.walk(p):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-                files += [
-                    os.path.join(dirpath, n) for n in sorted(filenames) if n.endswith(".harn")
-                ]
+                for n in sorted(filenames):
+                    if n.endswith(".harn"):
+                        add(os.path.join(dirpath, n))
+        elif os.path.lexists(p):
+            add(p)
         else:
             missing.append(p)
     return files, missing
 
 
 def _read(path: str, command: str) -> str | None:
+    from harnpy.runtime.modules import read_source
+    from harnpy.security import ReadRefused
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
+        return read_source(path)
+    except ReadRefused as e:  # a FIFO, a device, a file over the cap: refused unread
+        clitext.error(command, e.message)
     except OSError as e:
         clitext.error(command, f"cannot read {path}: {e.strerror or e}")
     except UnicodeDecodeError:

@@ -70,6 +70,7 @@ from harnpy.llm.types import (
     Usage,
     validation_message,
 )
+from harnpy.security.files import ReadRefused, read_capped
 from harnpy.shapes import ShapeError, shape, structure, unstructure
 
 DEFAULT_TOOL_CALL_ID = "mock_call_1"
@@ -179,6 +180,11 @@ def parse_mock_entry(value: Any, where: str = "llm_mock") -> MockEntry:
         raise LlmError(CONFIG, validation_message(exc, where)) from None
 
 
+#: Largest ``--llm-mock`` file read (bytes): a fixture is read whole, so a device or a huge
+#: file is refused before it is read instead of filling memory.
+MAX_MOCK_FILE_BYTES = 64 * 1024 * 1024
+
+
 def load_mock_jsonl(path: str | Path) -> list[MockEntry]:
     """Read a ``--llm-mock`` fixture file: one entry per line, blank lines skipped.
 
@@ -189,7 +195,9 @@ def load_mock_jsonl(path: str | Path) -> list[MockEntry]:
     p = Path(path)
     try:
         # utf-8-sig: a leading byte order mark (editors on Windows) is not part of line 1
-        lines = p.read_bytes().decode("utf-8-sig").splitlines()
+        lines = read_capped(str(p), MAX_MOCK_FILE_BYTES).decode("utf-8-sig").splitlines()
+    except ReadRefused as exc:  # a FIFO, a device, a directory, over the cap: nothing read
+        raise LlmError(CONFIG, f"--llm-mock: {exc.message}") from None
     except OSError as exc:
         raise LlmError(CONFIG, f"--llm-mock: cannot read {p}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
