@@ -533,7 +533,8 @@ def _save_mock(thread: Any) -> Any:
     host = svc._llm
     if host is None:
         return None
-    state = host.mock.snapshot_state()
+    # a waitpoint park that stores the call log as rows pins the list it detaches
+    state = host.mock.snapshot_state(getattr(svc, "snapshot_mock_calls", None))
     if state is None and not svc.mock_scopes:
         return None
     return {"mock": state, "scopes": list(svc.mock_scopes)}

@@ -367,18 +367,25 @@ class MockProvider:
             self._fixture = fixture
             self._calls.load(list(state.get("calls") or []))
 
-    def snapshot_state(self) -> dict[str, Any] | None:
+    def snapshot_state(self, calls: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
         """The queue and the call log (compact, see
         :meth:`~harnpy.llm.mock_log.CallLog.export_compact`) as plain data for a program
         snapshot, or None when both are empty. The ``--llm-mock`` fixture is not included:
-        it is part of the command line, given again to ``run --resume``."""
+        it is part of the command line, given again to ``run --resume``. ``calls``: the
+        log as :meth:`snapshot_calls` gave it just before (a park that stores it apart
+        from the snapshot passes the very list it detaches)."""
         with self._lock:
-            if not self._queue and not len(self._calls):
+            if calls is None:
+                calls = self._calls.export_compact()
+            if not self._queue and not calls:
                 return None
-            return {
-                "queue": [e.to_dict() for e in self._queue],
-                "calls": self._calls.export_compact(),
-            }
+            return {"queue": [e.to_dict() for e in self._queue], "calls": calls}
+
+    def snapshot_calls(self) -> list[dict[str, Any]]:
+        """The call log's compact records without copying them
+        (:meth:`~harnpy.llm.mock_log.CallLog.compact_records`: read-only)."""
+        with self._lock:
+            return self._calls.compact_records()
 
     def check_snapshot_state(self, state: Any) -> Callable[[], None]:
         """Validate what :meth:`snapshot_state` produced; returns the function that

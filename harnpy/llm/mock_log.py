@@ -31,6 +31,21 @@ class _Call:
     system: str | None
     tools: list[dict[str, Any]] | None
     thinking: Any
+    #: the compact record (:meth:`CallLog.compact_records`), made once: a call never changes
+    record: dict[str, Any] | None = None
+
+    def compact(self) -> dict[str, Any]:
+        """``{keep, tail, system, tools, thinking}``, the same dict every time (shared with
+        the log: read it, never change it)."""
+        if self.record is None:
+            self.record = {
+                "keep": self.keep,
+                "tail": self.tail,
+                "system": self.system,
+                "tools": self.tools,
+                "thinking": self.thinking,
+            }
+        return self.record
 
 
 def collect_strings(value: Any, out: list[str]) -> None:
@@ -88,6 +103,12 @@ class CallLog:
         """Record one call; returns its wire messages and a function giving its match text
         (joined on demand from per-message texts; only the new messages' are computed)."""
         keep = _shared_prefix(messages, self._last_messages)
+        if keep == 0 and not self._last_messages and self._last_wire:
+            # the first call after a restore: the same leading messages by value
+            for m, w in zip(messages, self._last_wire):
+                if m.to_wire() != w:
+                    break
+                keep += 1
         tail = [m.to_wire() for m in messages[keep:]]
         wire = self._last_wire[:keep] + tail
         texts = self._last_text[:keep] + [message_text(w) for w in tail]
@@ -140,6 +161,13 @@ class CallLog:
             for c in self._calls
         ]
 
+    def compact_records(self) -> list[dict[str, Any]]:
+        """The log as :meth:`export_compact` gives it, without copying: a new list of the
+        calls' own records, the same dict objects from one call of this method to the next
+        (a park that stores the log incrementally recognises the calls it stored already
+        by identity). The records are shared with the log: never change them."""
+        return [c.compact() for c in self._calls]
+
     def load_compact(self, calls: Sequence[Mapping[str, Any]]) -> None:
         """Replace the log with what :meth:`export_compact` produced.
 
@@ -183,6 +211,7 @@ class CallLog:
             previous = keep + len(tail)
         self.clear()
         self._calls = loaded
+        self._restored_tail()
 
     def load(self, calls: Sequence[Mapping[str, Any]]) -> None:
         """Replace the log with exported calls (messages that repeat the previous call's
@@ -206,7 +235,16 @@ class CallLog:
                 )
             )
             previous = messages
-        # the next live call shares nothing with restored data (its Messages are new objects)
+        self._restored_tail()
+
+    def _restored_tail(self) -> None:
+        """After a load: the last call's wire messages, so the next live call (whose
+        Message objects are new) is matched against them by value (:meth:`record`) and
+        stores only what is new, not the whole transcript again after every resume."""
+        current: list[dict[str, Any]] = []
+        for call in self._calls:
+            del current[call.keep :]
+            current.extend(call.tail)
         self._last_messages = []
-        self._last_wire = []
-        self._last_text = []
+        self._last_wire = current
+        self._last_text = [message_text(w) for w in current]

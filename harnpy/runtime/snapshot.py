@@ -178,6 +178,20 @@ class SnapshotCache:
         self.entries: dict[int, tuple[Any, Any]] = {}
 
 
+class DetachedPrefix:
+    """A value of :func:`snapshot`'s ``detached``: the list ``value`` holds exactly the first
+    ``n`` entries of the detached list ``name`` (an older copy of a transcript a frame still
+    holds); referenced as ``{"$ext": name, "$len": n}``, decoded as a new list of those
+    first ``n`` decoded entries."""
+
+    __slots__ = ("value", "name", "n")
+
+    def __init__(self, value: list[Any], name: str, n: int) -> None:
+        self.value = value
+        self.name = name
+        self.n = n
+
+
 class _Encoder:
     def __init__(
         self,
@@ -194,8 +208,12 @@ class _Encoder:
         self.module_keys = module_keys
         self.modules_used: set[str] = set()
         self.ext_ids: dict[int, str] = {id(v): n for n, v in (externals or {}).items()}
+        self.ext_len: dict[int, int] = {}
         for n, v in (detached or {}).items():
             # referenced as $ext but neither walked nor written: the caller stores them
+            if type(v) is DetachedPrefix:
+                self.ext_len[id(v.value)] = v.n
+                n, v = v.name, v.value
             self.ext_ids[id(v)] = n
             self.counts[id(v)] = 1
             self.objs[id(v)] = v
@@ -274,6 +292,8 @@ class _Encoder:
         if t in _CONTAINER_TYPES:
             k = id(v)
             if self.ext_ids and k in self.ext_ids:
+                if k in self.ext_len:
+                    return {"$ext": self.ext_ids[k], "$len": self.ext_len[k]}
                 return {"$ext": self.ext_ids[k]}
             if t is Channel and CHANNEL_GUARDS:
                 _guard_channel(v, path)
@@ -643,7 +663,8 @@ def snapshot(
     ``detached`` (name -> list/dict value) are referenced as ``{"$ext": name}`` like
     externals but neither walked nor written: the caller stores them itself (a worker's
     transcript lists, appended to a file beside the snapshot) and puts them under
-    ``doc["externals"]`` before restoring.
+    ``doc["externals"]`` before restoring; a :class:`DetachedPrefix` value stands for a
+    list that holds the first entries of another detached list.
     Raises :class:`SnapshotError` for values that are not snapshot data.
     """
     rt = thread.runtime
@@ -1067,6 +1088,21 @@ class _Decoder:
         self.ext[name] = value
         return value
 
+    def external_prefix(self, name: str, n: Any) -> Any:
+        """A new list of the first ``n`` entries of the decoded external list ``name``
+        (:class:`DetachedPrefix`; one list per ``(name, n)``, shared by its references)."""
+        key = f"{name}\x00{n}"
+        if key in self.ext:
+            return self.ext[key]
+        whole = self.external(name)
+        if type(whole) is not list or type(n) is not int or not 0 <= n <= len(whole):
+            raise SnapshotError(
+                f"snapshot refers to {n!r} entries of the external list {name!r}", "E404"
+            )
+        out = whole[:n]
+        self.ext[key] = out
+        return out
+
     def dec(self, v: Any) -> Any:
         t = type(v)
         if t is str or t is int or t is bool or t is float or v is None:
@@ -1078,6 +1114,8 @@ class _Decoder:
                 return self.ref(v["$ref"])
             if "$ext" in v and len(v) == 1:
                 return self.external(v["$ext"])
+            if "$ext" in v and "$len" in v and len(v) == 2:
+                return self.external_prefix(v["$ext"], v["$len"])
             if "$live" in v and len(v) == 1:
                 n = v["$live"]
                 if self.live is None or not isinstance(n, int) or not 0 <= n < len(self.live):

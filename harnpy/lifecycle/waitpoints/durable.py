@@ -160,8 +160,18 @@ def park(
         "timer": timer,
         "timeout_ms": ms,
     }
+    from harnpy.lifecycle.waitpoints import park_rows
+
     try:
-        snap = snapshot(thread, {"waitpoint_park": pk})
+        # the lists that grow every turn are appended as rows, not rewritten (park_rows)
+        rows = park_rows.plan(thread, worker_id, st)
+        extra: dict[str, Any] = {"waitpoint_park": pk}
+        if rows is not None:
+            extra["transcript_rows"] = rows.record()
+        try:
+            snap = snapshot(thread, extra, detached=None if rows is None else rows.detached)
+        finally:
+            park_rows.unpin(rt)
         body = seal_document(snap)
     except SnapshotError as e:
         if e.code == "E402":  # e.g. a live task: wait in this process instead
@@ -184,17 +194,28 @@ def park(
         wake=wake,
     )
     waiters = [*ids, *([timer] if timer else [])]
+    append = None if rows is None else rows.append()
     try:  # the checkpoint and its waiter rows commit together (nothing strands a park)
         # the code it runs, before the checkpoint that needs it (any replica may resume it)
         persist_sources(rt, snap, store=store, checkpoint_id=worker_id)
         if st.fence is not None:
             fence, st.fence = st.fence, None
             st.release()
-            store.put_checkpoint(worker_id, body, meta, fence=fence, waiters=waiters)
+            store.put_checkpoint(
+                worker_id, body, meta, fence=fence, waiters=waiters, transcript=append
+            )
         else:
             store.put_checkpoint(
-                worker_id, body, meta, expect_version=None, waiters=waiters, run_fence=st.run_fence
+                worker_id,
+                body,
+                meta,
+                expect_version=None,
+                waiters=waiters,
+                run_fence=st.run_fence,
+                transcript=append,
             )
+        if rows is not None:
+            rows.commit(st)
         outcome = _outcome(store, pk)
     except Fenced as e:
         st.settled = True
@@ -252,11 +273,21 @@ def park_for_shutdown(thread: Any) -> None:
     run_id = st.ensure_run_id()
     worker_id = st.worker_id()
     park_id = f"park_{uuid.uuid4().hex[:16]}"
+    from harnpy.lifecycle.waitpoints import park_rows
+
     try:
-        snap = snapshot(thread, {"shutdown_park": {"park_id": park_id}})
+        rows = park_rows.plan(thread, worker_id, st)
+        extra: dict[str, Any] = {"shutdown_park": {"park_id": park_id}}
+        if rows is not None:
+            extra["transcript_rows"] = rows.record()
+        try:
+            snap = snapshot(thread, extra, detached=None if rows is None else rows.detached)
+        finally:
+            park_rows.unpin(rt)
         body = seal_document(snap)
     except SnapshotError:
         return
+    append = None if rows is None else rows.append()
     meta = CheckpointMeta(
         status="suspended",
         park_id=park_id,
@@ -269,11 +300,20 @@ def park_for_shutdown(thread: Any) -> None:
     try:
         persist_sources(rt, snap, store=store, checkpoint_id=worker_id)
         if st.fence is not None:
-            store.put_checkpoint(worker_id, body, meta, fence=st.fence)
+            store.put_checkpoint(worker_id, body, meta, fence=st.fence, transcript=append)
             st.fence = None
             st.release()
         else:
-            store.put_checkpoint(worker_id, body, meta, expect_version=None, run_fence=st.run_fence)
+            store.put_checkpoint(
+                worker_id,
+                body,
+                meta,
+                expect_version=None,
+                run_fence=st.run_fence,
+                transcript=append,
+            )
+        if rows is not None:
+            rows.commit(st)
     except Fenced as e:
         st.settled = True
         raise runtime_error(f"shutdown park: {e.message}", "E412") from None
@@ -461,6 +501,13 @@ def resume_checkpoint(
         validate_document(doc, ref)
         shutdown = _shutdown_park(doc, info.park_id)
         pk = None if shutdown else _check_park(doc)
+        rows_rec = (doc.get("extra") or {}).get("transcript_rows")
+        hashers: dict[str, Any] = {}
+        if rows_rec is not None:
+            from harnpy.lifecycle.waitpoints.park_rows import load_rows
+
+            lists, hashers = load_rows(store, worker_id, rows_rec)
+            doc["externals"] = {**(doc.get("externals") or {}), **lists}
         th = load_document_for_resume(
             doc, os.path.join(os.getcwd(), ".harn", "checkpoint"), rt, store=store
         )
@@ -484,6 +531,10 @@ def resume_checkpoint(
     st = state_of(rt)
     st.use_store(store)
     st.checkpoint_id = worker_id
+    if rows_rec is not None:
+        from harnpy.lifecycle.waitpoints.park_rows import remember_restored
+
+        remember_restored(th, worker_id, rows_rec, hashers, st)
     st.fence = claim.fence
     st.keeper = keeper
     if pk is not None and outcome is not None:
