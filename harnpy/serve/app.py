@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
+import operator
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -79,6 +82,49 @@ class ApiError(Exception):
         self.type = type_
         self.message = message
         self.headers = headers
+
+
+#: Deepest nesting of lists and dicts a request body may have. Far beyond any real input,
+#: well within what a run's value (and its snapshot) can hold: a deeper body is a ``400``
+#: at the door instead of a decoder ``RecursionError`` (a ``500``) or a run that fails on
+#: an internal recursion limit.
+MAX_BODY_DEPTH = 1000
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+#: brackets to +1 (b"\x02" - 1) / -1 (b"\x00" - 1); every other byte is deleted
+_BRACKETS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{]}")
+
+
+def body_depth(raw: bytes) -> int:
+    """How deep the lists and dicts of JSON text ``raw`` nest (0 for a scalar), counted
+    without parsing (strings are skipped), so that it holds whatever Python's recursion
+    limit is and costs no recursion."""
+    brackets = _JSON_STRING.sub(b"", raw).translate(_BRACKETS, _NOT_BRACKETS)
+    # depth after the i-th bracket = (sum of the first i+1 codes) - (i+1); all in C
+    sums = itertools.accumulate(brackets)
+    return max(map(operator.sub, sums, itertools.count(1)), default=0)
+
+
+def parse_body(raw: bytes) -> Any:
+    """``raw`` (a request body) as JSON, nested at most :data:`MAX_BODY_DEPTH` deep.
+
+    Raises:
+        ApiError: ``400 invalid_json`` for bytes that are not JSON (or not UTF-8) and for
+            a document nested deeper than the limit (checked before it is decoded).
+    """
+    too_deep = ApiError(
+        400, "invalid_json", f"the request body is nested more than {MAX_BODY_DEPTH} levels deep"
+    )
+    if body_depth(raw) > MAX_BODY_DEPTH:
+        raise too_deep
+    try:
+        return json.loads(raw)
+    except RecursionError:  # a lower recursion limit than the server's: still a 400
+        raise too_deep from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ApiError(400, "invalid_json", f"the request body is not JSON: {e}") from None
 
 
 def error_response(status: int, type_: str, message: str, headers: Any = None) -> JSONResponse:
@@ -253,10 +299,7 @@ class ServeApp:
         raw = b"".join(chunks)
         if allow_empty and not raw.strip():
             return None
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ApiError(400, "invalid_json", f"the request body is not JSON: {e}") from None
+        return parse_body(raw)
 
     async def lookup(self, request: Request, who: Principal) -> RunRecord | None:
         """The run the path names if it is the caller's, in the caller's session (the
