@@ -89,6 +89,17 @@ SCRIPT_ARG_COMMANDS = frozenset({"run"})
 _OWN_COMMANDS = frozenset({"run", "check", "test", "doc", "repl"})
 
 
+def _positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number of at least 1 (``--max-depth 0`` is refused)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
     """The argparse parser of every subcommand: ``run``, ``check``, ``test``, ``repl`` and the
     worker commands of :mod:`harnpy.lifecycle.triggers.cli`.
@@ -129,7 +140,11 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     run.add_argument("--llm-mock", metavar="FILE", help="queue mock LLM replies from JSONL")
     run.add_argument("--llm-mock-record", metavar="FILE", help="record LLM replies as JSONL")
     run.add_argument(
-        "--max-depth", type=int, default=None, metavar="N", help="Harn frame limit (default: 10000)"
+        "--max-depth",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="Harn frame limit, at least 1 (default: 10000)",
     )
     run.add_argument(
         "--store",
@@ -422,7 +437,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for bad options, no program, ``--resume`` together with a FILE or ``-e CODE``, ``--json``
     / ``--quiet`` without ``--resume``, or an unreadable file)."""
     script_args = list(args.args or [])
-    problem = check_llm_mock_file(args)
+    problem = check_llm_mock_file(args) or check_store_option(args)
     if problem is not None:
         clitext.error("run", problem)
         return EXIT_USAGE
@@ -626,6 +641,23 @@ def check_llm_mock_file(args: Any) -> str | None:
         load_mock_jsonl(mock)
     except LlmError as e:
         return e.message
+    return None
+
+
+def check_store_option(args: Any) -> str | None:
+    """Check the store ``--store URL`` (or ``HARNPY_STORE``) names up front — its form, not
+    whether it can be reached — so that a mistyped URL is a usage error before anything
+    runs, not a runtime error at the first waitpoint (or nothing at all in a program that
+    never uses the store). Returns the message, or None."""
+    option = getattr(args, "store", None)
+    if option is None and not os.environ.get("HARNPY_STORE"):
+        return None  # no store named: nothing to import or check
+    from harnpy.store import StoreError, configured_store_url
+
+    try:
+        configured_store_url(option)
+    except StoreError as e:
+        return str(e) if option is not None else f"HARNPY_STORE: {e}"
     return None
 
 

@@ -48,12 +48,20 @@ def add_subparsers(sub: Any) -> None:
 
     ws = sub.add_parser("workers", help="inspect and drive parked workers")
     wsub = ws.add_subparsers(dest="workers_command")
-    ls = wsub.add_parser("ls", parents=[store_opt], help="list waits")
+    ls = wsub.add_parser(
+        "ls",
+        parents=[store_opt],
+        help="list parked workers (the snapshot directory's, and the store's waits)",
+    )
     ls.add_argument("--all", action="store_true", help="include finished waits and workers")
     ls.add_argument("--json", action="store_true", help="JSON output")
     ls.add_argument("--wide", action="store_true", help="every column, nothing cut")
-    show = wsub.add_parser("show", parents=[store_opt], help="show one wait")
-    show.add_argument("id")
+    show = wsub.add_parser(
+        "show",
+        parents=[store_opt],
+        help="show one parked worker: reason, wake conditions, snapshot",
+    )
+    show.add_argument("id", help="a worker id, or a prefix of it `workers ls` shows")
     show.add_argument("--json", action="store_true", help="JSON output")
     res = wsub.add_parser("resume", parents=[store_opt], help="resume a parked worker now")
     res.add_argument("id")
