@@ -56,7 +56,8 @@ def add_subparsers(sub: Any) -> None:
         "lint",
         help="report likely mistakes in .harn files",
         description="Report unused bindings (L001), unreachable code (L002), shadowed names "
-        "(L003) and long waits without cleanup (L004) in the .harn files under PATHs; exit 1 "
+        "(L003), long waits without cleanup (L004) and a named fn's dropped last value (L005) in "
+        "the .harn files under PATHs; exit 1 "
         "when there are findings. A line with `// lint: allow L00N` is not reported for that "
         "code.",
     )
@@ -228,7 +229,7 @@ def _write_like(path: str, text: str) -> None:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     """``harnpy lint PATH... [--format json]``: the findings of :func:`harnpy.check.lint.lint`
-    (warnings ``L001``-``L004``) for each file that parses; a file that does not parse is
+    (warnings ``L001``-``L005``) for each file that parses; a file that does not parse is
     reported with its syntax error. Exit 1 when anything was found, 2 for a syntax error or
     a missing PATH, else 0."""
     from harnpy.check.lint import lint

@@ -12,6 +12,10 @@
           duration) that is neither inside ``try { } finally { }`` nor in a function that
           uses ``defer``: an interrupt during it skips nothing, but a later edit that holds
           a resource across it has nowhere to release it
+``L005``  discarded result: a named ``fn`` (or ``impl`` method) whose last statement is a
+          bare value — an operator, a name, a literal, a field or index — which a closure
+          would return but a named ``fn`` drops (it returns ``nil`` unless ``return expr``
+          runs, spec 3.10); calls are not reported (they are usually run for their effect)
 ========  =====================================================================
 
 Like the checker, a rule reports only what is certainly so in the source (false positives
@@ -32,12 +36,20 @@ RULES = {
     "L002": "unreachable code",
     "L003": "shadowed name",
     "L004": "long-running wait without cleanup",
+    "L005": "discarded result of a named fn",
 }
 
 LONG_WAIT_MS = 60_000
 
 _FUNCTIONS = (A.FnDecl, A.ClosureExpr, A.PipelineDecl, A.ToolDecl)
 _JUMPS = (A.ReturnStmt, A.ThrowStmt, A.BreakStmt, A.ContinueStmt)
+#: expressions that only compute a value: as a named fn's last statement, a likely missing
+#: ``return`` (calls, ``if``/``match`` and the like may be there for their effects)
+_VALUE_ONLY = (
+    A.Literal, A.DurationLit, A.InterpString, A.Name, A.ListLit, A.DictLit, A.BinOp,
+    A.LogicalOp, A.NilCoalesce, A.UnaryOp, A.Ternary, A.RangeExpr, A.Attribute, A.Index,
+    A.Slice, A.StructLit,
+)  # fmt: skip
 _ALLOW = re.compile(r"//\s*lint:\s*allow\s+([L0-9 ,]+)")
 
 
@@ -47,6 +59,8 @@ def lint(module: A.Module, path: str, source: str) -> list[Diagnostic]:
     linter = _Linter(path, source)
     for fn in _functions(module):
         linter.function(fn)
+        if type(fn) is A.FnDecl and not fn.is_gen:
+            linter.discarded_result(fn)
     linter.unreachable(module)
     allowed = _allowed(source)
     found = [d for d in linter.diags if d.code not in allowed.get(d.line, ())]
@@ -201,6 +215,30 @@ class _Linter:
                         "interrupt or a failure releases what the program holds",
                     )
             self.waits(c, protected)
+
+    def discarded_result(self, fn: A.FnDecl) -> None:
+        """L005: ``fn``'s last statement is a bare value its caller never gets."""
+        if not fn.body.body:
+            return
+        last = fn.body.body[-1]
+        if type(last) is A.ExprStmt and isinstance(last.value, _VALUE_ONLY):
+            text = self._text(last.span)
+            self.report(
+                "L005",
+                f"`fn {fn.name}` drops the value of its last expression and returns nil",
+                last.span,
+                f"write `return {text}`" if text else "add `return` in front of it",
+            )
+
+    def _text(self, span: A.Span) -> str | None:
+        """The source of ``span`` when it is one short line, else None."""
+        if span.end_line != span.line:
+            return None
+        lines = self.source.split("\n")
+        if not 0 < span.line <= len(lines):
+            return None
+        text = lines[span.line - 1][span.col - 1 : span.end_col].strip()
+        return text if 0 < len(text) <= 40 else None
 
     # ---- whole module: L002
 
