@@ -149,6 +149,17 @@ def upgrade_requested(runtime: Any) -> bool:
 UPGRADE_ENV = "HARNPY_UPGRADE_CODE"
 
 
+def opt_into_upgrade() -> None:
+    """Opt every resume this process starts into the current code, and the resumes of the
+    child processes it starts (``harnpy worker`` runs ``harnpy run --resume`` in a child):
+    what ``--upgrade-code`` of ``harnpy worker``, ``harnpy workers resume``, ``harnpy
+    waitpoint resume|complete|cancel`` and ``harnpy serve`` does. Sets
+    :data:`UPGRADE_ENV` in this process's environment; the check itself is
+    :func:`upgraded_document`'s (functions on the parked stack unchanged, else ``E406``
+    naming the function)."""
+    os.environ[UPGRADE_ENV] = "1"
+
+
 def current_source(
     rec: dict[str, Any], snapshot_path: str, lookup: SourceLookup | None
 ) -> tuple[str, str]:

@@ -48,6 +48,10 @@ def add_subparsers(sub: Any) -> None:
     s.add_argument("--max-body-bytes", type=int, default=1024 * 1024)
     s.add_argument("--keep-raw-model-metadata", action="store_true",
                    help="keep raw model answers in completion snapshots")  # fmt: skip
+    s.add_argument("--upgrade-code", action="store_true",
+                   help="runs parked on an earlier version of the app resume on the current "
+                   "files when the functions on their parked stack did not change (default: "
+                   "on the code each run started with)")  # fmt: skip
     s.add_argument("--log-level", default="warning",
                    choices=("debug", "info", "warning", "error"),
                    help="server log on stderr (info: every claim, park, resume and commit)")  # fmt: skip
@@ -124,6 +128,10 @@ def serve_main(args: argparse.Namespace) -> int:
         if getattr(args, name) < (1 if name in ("concurrency", "lease_ms", "poll_ms") else 0):
             _err(f"--{name.replace('_', '-')} must be positive")
             return EXIT_USAGE
+    if args.upgrade_code:
+        from harnpy.runtime.resume import opt_into_upgrade
+
+        opt_into_upgrade()
     try:
         keys = KeyRing.load(args.api_keys, env_keys(), insecure=args.insecure_no_auth)
     except AuthError as e:

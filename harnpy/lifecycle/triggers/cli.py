@@ -1,8 +1,8 @@
 """``harnpy worker`` and ``harnpy workers ls|show|resume|close`` (the shell side of the wait
 store; lifecycle.md §9, §10).
 
-* ``harnpy worker [--store PATH] [--once] [--poll-ms N] [--lease-ms N] [--resume-cmd CMD]``
-  — run the :class:`~harnpy.lifecycle.triggers.runner.WorkerRunner` poll loop (Ctrl-C stops
+* ``harnpy worker [--store PATH] [--once] [--poll-ms N] [--lease-ms N] [--resume-cmd CMD]
+  [--upgrade-code]`` — run the :class:`~harnpy.lifecycle.triggers.runner.WorkerRunner` poll loop (Ctrl-C stops
   it; ``--once`` makes one pass). ``--resume-cmd`` replaces ``harnpy run --resume
   <snapshot>`` (shell-split; ``{snapshot}``, ``{worker_id}``, ``{wait_id}`` substituted).
 * ``harnpy workers ls [--all] [--wide] [--json]`` — parked workers: the store's active
@@ -11,8 +11,12 @@ store; lifecycle.md §9, §10).
   columns unless ``--wide``).
 * ``harnpy workers show ID [--json]`` — one wait (by wait id or worker id), its receipt and
   the worker snapshot's status.
-* ``harnpy workers resume ID [--input TEXT] [--resume-cmd CMD]`` — resume now, through the
-  same claim + receipt path as the runner (initiator ``operator``).
+* ``harnpy workers resume ID [--input TEXT] [--resume-cmd CMD] [--upgrade-code]`` — resume
+  now, through the same claim + receipt path as the runner (initiator ``operator``).
+
+``--upgrade-code`` continues the resumed runs on the current files when the functions on
+their parked stack did not change (``HARNPY_UPGRADE_CODE=1``, which the ``harnpy run
+--resume`` children inherit); without it each resumes on the code it started with.
 * ``harnpy workers close ID`` — cancel the wait and rewrite the worker snapshot's status to
   ``cancelled`` (atomically) when the file exists.
 
@@ -45,6 +49,11 @@ def add_subparsers(sub: Any) -> None:
     w.add_argument("--lease-ms", type=int, default=60_000, help="claim lease (ms)")
     w.add_argument("--resume-cmd", metavar="CMD", help="command resuming a snapshot")
     w.add_argument("--runner-id", metavar="ID", help="name recorded in claims")
+    upgrade_help = (
+        "resumed runs continue on the current files when the functions on their parked "
+        "stack did not change (default: the code each run started with; HARNPY_UPGRADE_CODE=1)"
+    )
+    w.add_argument("--upgrade-code", action="store_true", help=upgrade_help)
 
     ws = sub.add_parser("workers", help="inspect and drive parked workers")
     wsub = ws.add_subparsers(dest="workers_command")
@@ -68,6 +77,7 @@ def add_subparsers(sub: Any) -> None:
     res.add_argument("--input", default=None, help="resume input text")
     res.add_argument("--resume-cmd", metavar="CMD", help="command resuming a snapshot")
     res.add_argument("--lease-ms", type=int, default=60_000, help="claim lease (ms)")
+    res.add_argument("--upgrade-code", action="store_true", help=upgrade_help)
     close = wsub.add_parser("close", parents=[store_opt], help="cancel a parked worker")
     close.add_argument("id")
 
@@ -85,6 +95,10 @@ def main(args: argparse.Namespace) -> int:
         missing = _missing_store(getattr(args, "store", None))
         if missing is not None:  # inspecting creates nothing: no store means no waits
             return _no_store(args, missing)
+    if getattr(args, "upgrade_code", False):
+        from harnpy.runtime.resume import opt_into_upgrade
+
+        opt_into_upgrade()  # in-process resumes and the `harnpy run --resume` children
     try:
         _resume_fn(getattr(args, "resume_cmd", None))  # a usage error before the store opens
         store = _open(getattr(args, "store", None))

@@ -7,10 +7,15 @@
   the JSON value (default ``null``; a string is ``'"text"'``). ``--resume`` then resumes,
   in this process, the programs parked on it whose wait is over.
 * ``harnpy waitpoint cancel ID [--reason TEXT] [--by NAME] [--resume] [--json]``.
-* ``harnpy waitpoint resume [ID] [--watch] [--poll-ms N] [--llm-mock FILE]`` — resume the
-  parked programs whose wait is over (ID: only those parked on that waitpoint, or the
-  checkpoint ``prog-...`` itself), here, one after another; ``--watch`` keeps polling
-  until Ctrl-C (a minimal replica loop).
+* ``harnpy waitpoint resume [ID] [--watch] [--poll-ms N] [--llm-mock FILE]
+  [--upgrade-code]`` — resume the parked programs whose wait is over (ID: only those parked
+  on that waitpoint, or the checkpoint ``prog-...`` itself), here, one after another;
+  ``--watch`` keeps polling until Ctrl-C (a minimal replica loop).
+
+``--upgrade-code`` (``resume``, and ``complete`` / ``cancel`` with ``--resume``) continues
+each resumed run on the current files when the functions on its parked stack did not
+change, as ``harnpy run --resume --upgrade-code`` (a changed one is refused naming it,
+``E406``, and the run stays parked); without it a run resumes on the code it started with.
 
 The store is ``--store URL``, else ``HARNPY_STORE``. Exit status: 0 done; 1 the waitpoint
 is unknown or not open any more (``complete`` / ``cancel`` lost the race), or a resumed
@@ -25,6 +30,12 @@ import json
 import sys
 import time
 from typing import Any
+
+#: Help text of ``--upgrade-code`` on the commands that resume parked programs.
+UPGRADE_HELP = (
+    "resumed runs continue on the current files when the functions on their parked stack "
+    "did not change (default: the code each run started with; HARNPY_UPGRADE_CODE=1)"
+)
 
 
 def add_subparsers(sub: Any) -> None:
@@ -56,6 +67,7 @@ def add_subparsers(sub: Any) -> None:
     res.add_argument("--poll-ms", type=int, default=500, help="poll interval with --watch")
     for p in (comp, canc, res):
         p.add_argument("--llm-mock", metavar="FILE", help="mock LLM replies for resumed runs")
+        p.add_argument("--upgrade-code", action="store_true", help=UPGRADE_HELP)
     wp.set_defaults(handler=main)
 
 
@@ -95,6 +107,13 @@ def main(args: argparse.Namespace) -> int:
     if cmd == "resume" and args.poll_ms <= 0:
         _err("harnpy waitpoint resume: --poll-ms must be positive")
         return 2
+    if getattr(args, "upgrade_code", False):
+        if cmd in ("complete", "cancel") and not args.resume:
+            _err(f"harnpy waitpoint {cmd}: --upgrade-code applies with --resume only")
+            return 2
+        from harnpy.runtime.resume import opt_into_upgrade
+
+        opt_into_upgrade()
     try:
         from harnpy.lifecycle.waitpoints.stores import shared_store
 
