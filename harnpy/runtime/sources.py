@@ -122,8 +122,9 @@ def persist_sources(
     """Store the sources ``doc`` references (module docstring): into the snapshot's sources
     directory when ``snapshot_path`` is given, into ``store`` when given (``put_source(sha,
     bytes, checkpoint_id=, path=)``: the store also records that checkpoint ``checkpoint_id``
-    needs the source, so sources nobody needs can be pruned). Each source is written once per runtime and place; an existing file is
-    left as it is.
+    needs the source, so sources nobody needs can be pruned). Each source is written once
+    per runtime and place; an existing file is left as it is, its mtime set to now (so
+    :func:`prune_source_files` keeps it through its grace period).
 
     Returns the problems met, one line each (the caller warns: the snapshot itself is
     written, and a resume with the same files needs no stored copy). A store that refuses
@@ -137,7 +138,7 @@ def persist_sources(
     if snapshot_path is not None:
         d = sources_dir(snapshot_path)
         for sha, path, body in items:
-            if (d, sha) in written:
+            if (d, sha) in written and _touch(source_file(d, sha)):
                 continue
             try:
                 write_source_file(d, sha, body)
@@ -172,12 +173,24 @@ def write_source_file(directory: str, sha256: str, body: bytes) -> str:
     if os.path.isfile(target):
         try:
             if hashlib.sha256(read_capped(target, len(body) + 1)).hexdigest() == sha256:
+                _touch(target)  # needed again: young for prune_source_files' grace period
                 return target
         except OSError:
             pass  # unreadable or damaged: replaced below
     private_dir(directory)
     write_private(target, body, durable=True, tmp_prefix=".source-")
     return target
+
+
+def _touch(path: str) -> bool:
+    """Set ``path``'s mtime to now (a stored source a new snapshot needs again is not pruned
+    by :func:`prune_source_files` while that snapshot is being written); False when the
+    file is gone or cannot be touched."""
+    try:
+        os.utime(path)
+    except OSError:
+        return False
+    return True
 
 
 class SourceLookup:
@@ -259,3 +272,141 @@ class SourceLookup:
             except UnicodeDecodeError:
                 self.refused.append(f"the store's copy of {path} is not UTF-8")
         return None
+
+
+#: How long an unreferenced stored source file is kept (ms) before
+#: :func:`prune_source_files` deletes it: a snapshot being written stores its sources first.
+PRUNE_GRACE_MS = 3_600_000
+
+#: ``status`` of a worker snapshot that will never run again (its sources are not needed).
+SETTLED_STATUSES = ("completed", "failed", "cancelled")
+
+#: The largest snapshot file :func:`prune_source_files` reads (a worker snapshot is at most
+#: 4 MiB; a program snapshot has no cap of its own, so leave room).
+_SCAN_CAP = 64 * 1024 * 1024
+
+_SNAPSHOT_TYPES = (
+    '"_type":"harnpy_snapshot"',
+    '"_type":"worker_snapshot"',
+    '"_type":"daemon_snapshot"',
+)
+
+
+class PruneRefused(Exception):
+    """:func:`prune_source_files` deleted nothing: a snapshot of the state directory could
+    not be read, so the sources it needs are unknown. ``str(e)`` names the file."""
+
+
+def _snapshot_files(state_dir: str) -> list[str]:
+    """The files that may be snapshots whose sources live in ``state_dir``'s ``sources``:
+    every ``*.json`` / ``*.park`` under the state directory (``workers/``, ...) and beside it
+    (a program snapshot ``/tmp/x/snap.json`` keeps its sources in ``/tmp/x/.harn``)."""
+    out: list[str] = []
+    sources = os.path.join(state_dir, "sources")
+    for root, dirs, files in os.walk(state_dir):
+        if os.path.abspath(root) == sources:
+            dirs[:] = []
+            continue
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        out.extend(os.path.join(root, f) for f in files if f.endswith((".json", ".park")))
+    parent = os.path.dirname(state_dir)
+    try:
+        beside = os.listdir(parent)
+    except OSError:
+        beside = []
+    out.extend(
+        os.path.join(parent, f)
+        for f in beside
+        if f.endswith((".json", ".park")) and os.path.isfile(os.path.join(parent, f))
+    )
+    return sorted(out)
+
+
+def _needed_hashes(path: str) -> set[str] | None:
+    """The source hashes the snapshot file ``path`` needs (empty for a settled worker), or
+    None when it is not a snapshot (another JSON file).
+
+    Raises:
+        PruneRefused: it starts like a snapshot but cannot be read or parsed."""
+    import json
+
+    from harnpy.security import read_capped
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512).decode("utf-8", "replace").replace(" ", "")
+    except OSError as e:
+        raise PruneRefused(f"{path} cannot be read ({e.strerror or e})") from None
+    if not any(t in head for t in _SNAPSHOT_TYPES):
+        return None
+    try:
+        doc = json.loads(read_capped(path, _SCAN_CAP))
+    except (OSError, ValueError) as e:
+        raise PruneRefused(f"the snapshot {path} cannot be read ({e})") from None
+    if not isinstance(doc, dict):
+        raise PruneRefused(f"the snapshot {path} is not a JSON object")
+    if doc.get("status") in SETTLED_STATUSES and '"retriggerable": true' not in json.dumps(doc):
+        return set()
+    return {
+        r["hash"]
+        for r in module_records(doc)
+        if isinstance(r.get("hash"), str) and _SHA_RE.match(r["hash"])
+    }
+
+
+def prune_source_files(
+    state_dir: str, grace_ms: int = PRUNE_GRACE_MS, *, dry_run: bool = False
+) -> dict[str, Any]:
+    """Delete the stored source files of ``<state_dir>/sources`` (or ``HARNPY_SOURCES_DIR``)
+    no snapshot needs: a source is kept when a snapshot file of the state directory or
+    beside it (:func:`_snapshot_files`: parked, running, a ``.park`` copy, a program
+    snapshot) records its hash, unless that snapshot is a worker that settled
+    (:data:`SETTLED_STATUSES`); an unreferenced source younger than ``grace_ms`` (its
+    mtime) is kept too. Snapshots elsewhere that share ``HARNPY_SOURCES_DIR`` are not seen:
+    only the grace period protects them.
+
+    Returns ``{"dir", "deleted": [sha...], "kept": n, "snapshots": n}`` (with ``dry_run``
+    nothing is deleted; ``deleted`` lists what would be).
+
+    Raises:
+        PruneRefused: a snapshot could not be read; nothing was deleted.
+        OSError: a source file cannot be deleted (those before it were).
+    """
+    import time
+
+    state_dir = os.path.abspath(state_dir)
+    env = os.environ.get(SOURCES_DIR_ENV)
+    directory = os.path.abspath(env) if env else os.path.join(state_dir, "sources")
+    needed: set[str] = set()
+    snapshots = 0
+    for f in _snapshot_files(state_dir):
+        got = _needed_hashes(f)
+        if got is not None:
+            snapshots += 1
+            needed |= got
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        names = []
+    cutoff = time.time() - max(0, grace_ms) / 1000.0
+    deleted: list[str] = []
+    kept = 0
+    for name in names:
+        sha = name[: -len(".harn")] if name.endswith(".harn") else ""
+        if not _SHA_RE.match(sha):
+            continue  # not ours (a temporary file being written, another file)
+        path = os.path.join(directory, name)
+        try:
+            young = os.lstat(path).st_mtime > cutoff
+        except FileNotFoundError:
+            continue
+        if sha in needed or young:
+            kept += 1
+            continue
+        if not dry_run:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+        deleted.append(sha)
+    return {"dir": directory, "deleted": deleted, "kept": kept, "snapshots": snapshots}
