@@ -34,6 +34,7 @@ stored line by line: such a transcript stays inside the snapshot, as before.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import operator
 import os
@@ -320,6 +321,8 @@ def load(snapshot_path: str, rec: Any) -> tuple[dict[str, list[Any]], _Log]:
     try:
         fd = os.open(path, flags)
     except OSError as e:
+        if e.errno == errno.ELOOP and os.path.islink(path):  # what O_NOFOLLOW refuses
+            raise _bad(f"`{path}` is a symbolic link, not the transcript file") from None
         raise _bad(f"`{path}` cannot be read ({e.strerror or e})") from None
     try:
         st = os.fstat(fd)
