@@ -129,3 +129,31 @@ def test_nothing_completes_is_a_deadlock_not_a_hang(tmp_path: Path) -> None:
     r = run("run", "p.harn", cwd=tmp_path, timeout=30)
     assert r.returncode == 1
     assert "never" in r.stderr
+
+
+def test_a_wait_nothing_can_complete_says_so(tmp_path: Path) -> None:
+    """No store, nothing else running, a long timeout: the wait warns (once) that nothing
+    can complete it and how to park it durably; a wait another task completes does not."""
+    (tmp_path / "lonely.harn").write_text(
+        'import "std/waitpoint"\n'
+        "pipeline main() {\n"
+        "  mock_time(1000)\n"
+        '  let wp = create("approve-42")\n'
+        "  try { wait(wp, {timeout: 1m}) } catch e { println(e.category) }\n"
+        "}\n"
+    )
+    (tmp_path / "served.harn").write_text(
+        'import "std/waitpoint"\n'
+        "pipeline main() {\n"
+        '  let wp = create("approve-43")\n'
+        '  spawn { sleep(5ms)\n complete(wp, "ok") }\n'
+        "  println(wait(wp, {timeout: 1m}).value)\n"
+        "}\n"
+    )
+    served = run("run", "served.harn", cwd=tmp_path)
+    assert served.returncode == 0, served.stderr
+    assert served.stdout == "ok\n" and "warning" not in served.stderr
+    lonely = run("run", "lonely.harn", cwd=tmp_path)
+    assert lonely.stdout == "timeout\n", lonely.stderr  # the mock clock jumped the minute
+    assert "waiting on waitpoint approve-42 in memory" in lonely.stderr
+    assert "HARNPY_STORE" in lonely.stderr and lonely.stderr.count("warning") == 1
