@@ -22,7 +22,8 @@ starts with ``.`` (state directories such as ``.harn/``):
 Each test runs in-process in a fresh runtime, its file's directory as working directory,
 ``HARN_LLM_CALLS_DISABLED=1`` and a per-test timeout (``--timeout``, default 10 s). Output:
 ``PASS``/``FAIL``/``SKIP`` lines (passes with ``-v``), the diff or error of each failure,
-then ``N passed, M failed, K skipped``; ``--json`` prints one JSON document instead and
+then ``N passed, M failed, K skipped`` (and a warning on stderr when no test was found);
+``--json`` prints one JSON document instead and
 ``--junit FILE`` writes a JUnit XML report. Exit status 0 when nothing failed, 1 when a
 test failed, 2 for a path that does not exist or a report that cannot be written.
 """
@@ -331,6 +332,13 @@ def main(args: Any) -> int:
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
     else:
         print(report.summary())
+    if not report.outcomes:
+        what = "conformance cases" if conformance else "tests"
+        clitext.warning(
+            "test",
+            f"no {what} found under {' '.join(paths)}: a test is NAME.harn with NAME.expected "
+            "or NAME.error beside it" + ("" if conformance else ", or a `pipeline test_*()`"),
+        )
     return 1 if report.count("failed") else 0
 
 
