@@ -482,7 +482,14 @@ def _mock(thread: Any) -> Any:
 @builtin("llm_mock")
 def llm_mock(thread: Any, *args: Any) -> None:
     """``llm_mock(response)``: queue one scripted reply for the ``mock`` provider
-    (lifecycle.md 2.15). Throws ``{category: "config", message}`` for an invalid entry."""
+    (lifecycle.md 2.15). Throws ``{category: "config", message}`` for an invalid entry.
+
+    A reply is a dict: ``{text: "..."}`` answers with a text; ``{tool_calls: [{name,
+    arguments, id?}]}`` makes the "model" call tools (the loop runs them and asks again);
+    ``{error: {category?, message, status?}}`` fails the call; ``match: "*glob*"`` answers
+    only a conversation the glob matches. Queued replies answer in order, one per model
+    call. The same entries, one JSON object a line, go in a ``--llm-mock FILE.jsonl``
+    (docs: reference/mock-format.md)."""
     from harnpy.llm import LlmError
 
     args = strip_harness(args)
