@@ -237,6 +237,17 @@ def run_store(url: str, messages: int, turns: int) -> list[tuple[float, int]]:
         return real_exec(raw, sql, params)
 
     store.backend.execute = counting_exec  # type: ignore[method-assign]
+    real_many = getattr(store.backend, "execute_many", None)
+
+    def counting_many(raw: Any, sql: str, rows: Any) -> Any:
+        rows = list(rows)
+        if meter.active:
+            meter.bytes += sum(_param_bytes(p) for p in rows)
+        assert real_many is not None
+        return real_many(raw, sql, rows)
+
+    if real_many is not None:
+        store.backend.execute_many = counting_many  # type: ignore[method-assign]
     real_park = durable.park
 
     def timed_park(*a: Any, **k: Any) -> Any:
@@ -264,6 +275,8 @@ def run_store(url: str, messages: int, turns: int) -> list[tuple[float, int]]:
     finally:
         durable.park = real_park  # type: ignore[assignment]
         store.backend.execute = real_exec  # type: ignore[method-assign]
+        if real_many is not None:
+            store.backend.execute_many = real_many  # type: ignore[method-assign]
         close = getattr(store, "close", None)
         if callable(close):
             close()

@@ -60,6 +60,12 @@ class Conn:
         cur = self.backend.execute(self.raw, sql, params)
         return int(cur.rowcount or 0)
 
+    def run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Execute one statement for each parameter tuple of ``rows`` (batched: one
+        round trip's worth on PostgreSQL, not one per row)."""
+        if rows:
+            self.backend.execute_many(self.raw, sql, rows)
+
     def now_ms(self) -> int:
         """The store clock in epoch milliseconds (the database's on PostgreSQL), the same
         value for the whole transaction."""
@@ -85,6 +91,11 @@ class Backend:
     def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:  # pragma: no cover
         """Run one statement on a raw connection; returns its cursor."""
         raise NotImplementedError
+
+    def execute_many(self, raw: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each parameter tuple of ``rows`` on a raw connection."""
+        for params in rows:
+            self.execute(raw, sql, params)
 
     def db_now_ms(self, conn: Conn) -> int:  # pragma: no cover
         """The database's clock (epoch ms), without the offset."""
@@ -187,6 +198,9 @@ class SqliteBackend(Backend):
 
     def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:
         return raw.execute(sql, tuple(params))
+
+    def execute_many(self, raw: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raw.executemany(sql, [tuple(p) for p in rows])
 
     def db_now_ms(self, conn: Conn) -> int:
         return time.time_ns() // 1_000_000
@@ -296,6 +310,10 @@ class PostgresBackend(Backend):
 
     def execute(self, raw: Any, sql: str, params: Sequence[Any]) -> Any:
         return raw.execute(_PLACEHOLDER.sub("%s", sql), tuple(params), prepare=False)
+
+    def execute_many(self, raw: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with raw.cursor() as cur:  # psycopg pipelines executemany: one round trip's worth
+            cur.executemany(_PLACEHOLDER.sub("%s", sql), [tuple(p) for p in rows])
 
     def db_now_ms(self, conn: Conn) -> int:
         row = conn.one("SELECT floor(extract(epoch from clock_timestamp()) * 1000)::bigint")

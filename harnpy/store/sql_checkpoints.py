@@ -229,20 +229,20 @@ class CheckpointsMixin(WaitsMixin):
         firsts: dict[str, int] = {}
         for stream, seq, _ in t.rows:
             firsts[stream] = min(seq, firsts.get(stream, seq))
-        for stream, first in firsts.items():
+        if firsts:
             # entries past the committed count left by nothing (rows commit with their
-            # checkpoint), but a re-append after a takeover must never collide
+            # checkpoint), but a re-append after a takeover must never collide: one
+            # statement for every stream of the append
+            cond = " OR ".join(["(stream = ? AND seq >= ?)"] * len(firsts))
             c.run(
-                "DELETE FROM transcript_rows WHERE worker_id = ? AND generation = ? AND "
-                "stream = ? AND seq >= ?",
-                (worker_id, t.generation, stream, first),
+                f"DELETE FROM transcript_rows WHERE worker_id = ? AND generation = ? AND ({cond})",
+                (worker_id, t.generation, *[x for sf in firsts.items() for x in sf]),
             )
-        for stream, seq, body in t.rows:
-            c.run(
-                "INSERT INTO transcript_rows (worker_id, generation, stream, seq, body) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (worker_id, t.generation, stream, seq, body),
-            )
+        c.run_many(
+            "INSERT INTO transcript_rows (worker_id, generation, stream, seq, body) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(worker_id, t.generation, stream, seq, body) for stream, seq, body in t.rows],
+        )
 
     def put_checkpoint(
         self,
