@@ -112,18 +112,33 @@ class CheckpointsMixin(WaitsMixin):
                 wake_v = [str(x) for x in loaded] if isinstance(loaded, list) else []
             except CorruptRecord:
                 wake_v = []
+        try:  # a row is data from outside: a damaged one is listed as such, never a crash
+            ints = (int(version), int(size or 0), int(updated or 0))
+            expires = None if expires is None else int(expires)
+            texts = (status, park, name, mode, reason, run_id, holder)
+            if not isinstance(status, str) or not all(
+                t is None or isinstance(t, str) for t in texts
+            ):
+                raise ValueError("a text column holds something else")
+        except (TypeError, ValueError, OverflowError) as e:
+            return CheckpointInfo(
+                worker_id=str(wid),
+                ref=self.checkpoint_ref(str(wid)),
+                status="corrupt",
+                reason=f"damaged row in store {self.display} ({e}); it was left as it is",
+            )
         info = CheckpointInfo(
             worker_id=wid,
             ref=self.checkpoint_ref(wid),
             status=status,
-            version=int(version),
+            version=ints[0],
             park_id=park,
             name=name,
             mode=mode,
             reason=reason,
             run_id=run_id,
-            size=int(size or 0),
-            updated_at_ms=int(updated or 0),
+            size=ints[1],
+            updated_at_ms=ints[2],
             claim_holder=holder,
             claim_expires_at_ms=expires,
             claim_owner=owner_v if isinstance(owner_v, dict) else None,
@@ -391,6 +406,14 @@ class CheckpointsMixin(WaitsMixin):
                     f"store {self.display}: no checkpoint of worker {worker_id}", "missing"
                 )
             status, park, cur, fence, expires, owner_t, body, sha, version = row
+            try:
+                fence, version = int(fence or 0), int(version)
+                expires = None if expires is None else int(expires)
+            except (TypeError, ValueError, OverflowError):
+                raise CorruptRecord(
+                    f"store {self.display}: the row of checkpoint {worker_id} is damaged (its "
+                    "version, fence or lease is not a number); it was left as it is"
+                ) from None
             cur_owner = self.load_json(owner_t, "claim") if owner_t else None
             if cur is not None and self._claim_live(expires, cur_owner, now):
                 raise ClaimRefused(
@@ -408,13 +431,13 @@ class CheckpointsMixin(WaitsMixin):
                     status,
                 )
             checked = self._checked_body(worker_id, body, sha)
-            new_fence = int(fence) + 1
+            new_fence = fence + 1
             c.run(
                 "UPDATE checkpoints SET claim_holder = ?, claim_fence = ?, "
                 "claim_expires_at_ms = ?, claim_owner = ?, claim_park_id = ? WHERE worker_id = ?",
                 (holder, new_fence, now + lease_ms, dump_json(owner or {}), park, worker_id),
             )
-            return CheckpointClaim(worker_id, new_fence, holder, checked, int(version), park)
+            return CheckpointClaim(worker_id, new_fence, holder, checked, version, park)
 
     def renew_checkpoint_claim(self, worker_id: str, fence: int, lease_ms: int) -> bool:
         """Extend the lease of claim ``fence``; False when it is no longer current."""

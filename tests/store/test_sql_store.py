@@ -213,6 +213,32 @@ def test_corrupted_rows_are_reported_and_left_alone(store_url: str) -> None:
     s.close()
 
 
+def test_checkpoint_row_with_a_non_number_column_is_listed_as_damaged(store_url: str) -> None:
+    """SQLite keeps whatever a hand edit writes: a version, fence or lease that is not a
+    number is a damaged row (listed as ``corrupt``, claims refused with one line), never a
+    Python error, and the row is left as it is."""
+    if not store_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL's integer columns cannot hold such a value")
+    s = open_store(store_url)
+    s.put_checkpoint("w", doc(), meta())
+    s.put_checkpoint("ok", doc(), meta())
+    raw_exec(s, "UPDATE checkpoints SET version = 'x' WHERE worker_id = 'w'")
+    info = s.checkpoint_info("w")
+    assert info is not None and info.status == "corrupt"
+    assert "damaged row" in (info.reason or "")
+    listed = {i.worker_id: i.status for i in s.list_checkpoints()}
+    assert listed == {"w": "corrupt", "ok": "suspended"}
+    with pytest.raises(CorruptRecord) as e:
+        s.claim_checkpoint("w", "r1")
+    assert "is damaged" in e.value.message
+    raw_exec(s, "UPDATE checkpoints SET claim_expires_at_ms = 'soon' WHERE worker_id = 'ok'")
+    assert s.checkpoint_info("ok").status == "corrupt"  # type: ignore[union-attr]
+    with s.read() as c:
+        row = c.one("SELECT version FROM checkpoints WHERE worker_id = 'w'")
+    assert row is not None and row[0] == "x"
+    s.close()
+
+
 def test_checkpoint_over_the_cap_writes_nothing(store_url: str) -> None:
     s = open_store(store_url)
     s.put_checkpoint("w", doc(), meta())
