@@ -59,6 +59,11 @@ def test_park_complete_resume_in_three_processes(tmp_path: Path, store_url: str)
     assert [r["id"] for r in rows] == ["approval"]
     assert rows[0]["waiters"] and rows[0]["waiters"][0]["worker_id"].startswith("prog-")
 
+    workers = run("workers", "ls", cwd=tmp_path, store=store_url)
+    assert workers.returncode == 0, workers.stderr
+    assert "1 program parked on waitpoints in this store" in workers.stdout
+    assert "harnpy waitpoint ls" in workers.stdout
+
     early = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
     assert early.returncode == 0 and early.stdout == "", early.stderr  # not ready: nothing
 

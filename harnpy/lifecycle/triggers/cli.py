@@ -255,7 +255,27 @@ def _ls(args: argparse.Namespace, store: Any) -> int:
         sys.stdout.write(json.dumps([r.to_json() for r in rows], indent=2, default=str) + "\n")
         return 0
     sys.stdout.write(render_table(rows, wide=getattr(args, "wide", False)))
+    programs = _parked_programs(store)
+    if programs:
+        sys.stdout.write(
+            f"{programs} program{'s' if programs != 1 else ''} parked on waitpoints in this "
+            "store (not workers): `harnpy waitpoint ls` lists them\n"
+        )
     return 0
+
+
+def _parked_programs(store: Any) -> int:
+    """How many main programs are parked on waitpoints in ``store`` (0 without one, or when
+    it cannot be read: the hint is best effort)."""
+    from harnpy.store import StoreError
+
+    lister = getattr(store, "list_checkpoints", None)
+    if lister is None:
+        return 0
+    try:
+        return sum(1 for i in lister(("suspended",)) if i.mode == "program")
+    except StoreError:
+        return 0
 
 
 def _due(rec: Any) -> str:
