@@ -439,12 +439,18 @@ class Session:
         bytes. Raises :class:`~harnpy.runtime.snapshot.SnapshotError` when a binding holds
         something that is not data (an open handle, a running task...)."""
         from harnpy.runtime.snapshot import seal_document, snapshot, write_atomic
+        from harnpy.runtime.sources import persist_sources
         from harnpy.runtime.thread import Thread
 
         th = Thread(self.runtime, "repl")
         doc = snapshot(th, extra={SESSION_KEY: self.session_record()})
         data = seal_document(doc)
-        write_atomic(os.path.expanduser(path), data, make_dirs=False)
+        target = os.path.expanduser(path)
+        write_atomic(target, data, make_dirs=False)
+        # the sources of the modules the session imported, content-addressed beside the
+        # snapshot (entries carry theirs inline), so :restore after an edit runs them
+        for problem in persist_sources(self.runtime, doc, snapshot_path=target):
+            self.runtime.write_err(f"warning: {problem}\n")
         return len(data)
 
     def restore(self, path: str) -> None:
@@ -472,7 +478,14 @@ class Session:
             raise SnapshotError(
                 f"{path}: the saved session record is damaged: {problem.describe()}", "E404"
             ) from None
+        from harnpy.runtime.resume import source_pins
+        from harnpy.runtime.sources import SourceLookup
+
         records = {r["key"]: r for r in doc["modules"]}
+        target = os.path.expanduser(path)
+        # each imported library as it was when the session was saved: its file when that
+        # still has the recorded hash, else the stored copy (E406 when neither is there)
+        pins = source_pins(list(records.values()), target, SourceLookup(target), upgrade=False)
         fresh = Session(
             stdout=self._stdout,
             stderr=self._stderr,
@@ -483,6 +496,7 @@ class Session:
         fresh.stdout_isatty = self._stdout_isatty
         rt = fresh.runtime
         rt.restoring = True
+        rt.source_pins = pins
         try:
             for e in meta.entries:
                 rec = records.get(e.key)
@@ -499,6 +513,7 @@ class Session:
             restore(doc, rt)
         finally:
             rt.restoring = False
+            rt.source_pins = {}
         fresh._relink_libraries()
         fresh.counter = max(fresh.counter, meta.counter)
         self._adopt(fresh)
