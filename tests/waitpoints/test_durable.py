@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -66,9 +67,23 @@ def test_park_complete_resume_in_three_processes(tmp_path: Path, store_url: str)
 
     early = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
     assert early.returncode == 0 and early.stdout == "", early.stderr  # not ready: nothing
+    assert "nothing was resumed" in early.stderr and "its wait is not over" in early.stderr
 
     done = run("waitpoint", "complete", "approval", '{"ok": true}', cwd=tmp_path, store=store_url)
     assert done.returncode == 0, done.stderr
+    # another (live) process holds the claim: the resume says so instead of nothing
+    st = _store(store_url)
+    (wid,) = [i.worker_id for i in st.list_checkpoints() if i.mode == "program"]
+    info = st.checkpoint_info(wid)
+    claim = st.claim_checkpoint(
+        wid, "someone-else", park_id=info.park_id, lease_ms=600_000,
+        owner={"pid": os.getpid(), "host": socket.gethostname()},
+    )  # fmt: skip
+    held = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert held.returncode == 0 and held.stdout == "", held.stderr
+    assert f"{wid}: being resumed by someone-else" in held.stderr
+    assert st.release_checkpoint_claim(wid, claim.fence)
+    st.close()
     again = run("waitpoint", "complete", "approval", '{"ok": false}', cwd=tmp_path, store=store_url)
     assert again.returncode == 1 and "completed already" in again.stderr
 

@@ -217,6 +217,41 @@ def _report(results: list[Any]) -> int:
     return code
 
 
+def _nothing_resumed(store: Any, key: str | None) -> None:
+    """After a pass that resumed nothing: one line, and one per parked program that is
+    still there, saying why it was not resumed (its wait is not over, another process holds
+    its claim, its row is damaged...)."""
+    from harnpy.lifecycle.waitpoints.durable import MODE, checkpoint_ready
+    from harnpy.lifecycle.waitpoints.model import iso_ms
+
+    if key is not None and store.get_waitpoint(key) is not None:
+        rec = store.get_waitpoint(key)
+        wids = [w for w, _ in rec.waiters] if rec is not None else []
+    elif key is not None:
+        wids = [key]
+    else:
+        wids = [i.worker_id for i in store.list_checkpoints() if i.mode in (MODE, None)]
+    lines: list[str] = []
+    for wid in wids:
+        info = store.checkpoint_info(wid)
+        if info is None or info.status in ("completed", "failed", "cancelled"):
+            continue
+        if info.status == "running":
+            until = info.claim_expires_at_ms
+            when = f" (its lease runs until {iso_ms(until)})" if until is not None else ""
+            lines.append(f"  {wid}: being resumed by {info.claim_holder}{when}")
+        elif info.status == "corrupt":
+            lines.append(f"  {wid}: {info.reason}")
+        elif info.status != "suspended":
+            lines.append(f"  {wid}: status {info.status!r} is not a park; left as it is")
+        elif not checkpoint_ready(store, info):
+            wake = "; ".join(info.wake) or "its waitpoints"
+            lines.append(f"  {wid}: its wait is not over (waits for {wake})")
+    _err("harnpy waitpoint resume: nothing was resumed" + (":" if lines else ""))
+    for line in lines:
+        _err(line)
+
+
 def _finish(store: Any, args: argparse.Namespace, cmd: str, value: Any) -> int:
     from harnpy.lifecycle.waitpoints.durable import resume_waiters
 
@@ -265,6 +300,8 @@ def _resume(store: Any, args: argparse.Namespace) -> int:
             sys.stdout.flush()
             code = max(code, _report(results))
             if not args.watch:
+                if not results:
+                    _nothing_resumed(store, args.id)
                 break
             time.sleep(args.poll_ms / 1000.0)
     except LookupError:
