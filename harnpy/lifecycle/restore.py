@@ -119,7 +119,7 @@ def precheck_sources(runtime: Any, doc: dict[str, Any], snapshot_path: str) -> N
     Raises:
         SnapshotError: ``E406`` naming the module (or the changed function on the stack).
     """
-    from harnpy.runtime.resume import changed_source_error, checked_source, upgrade_requested
+    from harnpy.runtime.resume import checked_source, upgrade_requested
 
     tdoc = doc.get("harnpy_thread")
     if not isinstance(tdoc, dict):
@@ -144,7 +144,35 @@ def precheck_sources(runtime: Any, doc: dict[str, Any], snapshot_path: str) -> N
         if live is None:
             checked_source(rec, snapshot_path, lookup)
         elif live.hash != rec.get("hash"):
-            raise changed_source_error(str(rec.get("path") or key))
+            raise other_version_error(rec, live.hash, snapshot_path, lookup)
+
+
+def other_version_error(
+    rec: dict[str, Any], live_hash: str, snapshot_path: str, lookup: Any
+) -> Any:
+    """The ``E406`` refusal of an in-process resume (``resume_agent``, ``daemon_resume``)
+    of a snapshot that ran another version of a module this process has loaded (the file
+    was edited between the park and the start of this process): one process runs one
+    version of a module, so the message says how to resume it in a new one (``harnpy run
+    --resume``: the code it parked with, or ``--upgrade-code``); when not even the stored
+    copy of the code it ran is there, :func:`~harnpy.runtime.resume.changed_source_error`.
+    """
+    from harnpy.runtime.resume import changed_source_error
+    from harnpy.runtime.snapshot import SnapshotError
+
+    path = str(rec.get("path") or rec.get("key"))
+    want = str(rec.get("hash") or "")
+    if lookup is None or lookup.get(want, path) is None:
+        return changed_source_error(path, lookup.refused if lookup is not None else None)
+    return SnapshotError(
+        f"the worker parked on another version of {path} (sha256 {want[:12]}…) than this "
+        f"process has loaded ({live_hash[:12]}…: the file was edited since), and a process "
+        "runs one version of a module; resume it in a new process: `harnpy run --resume "
+        f"{snapshot_path}` runs the code it parked with (its stored copy), `--upgrade-code` "
+        "the current file when the functions it is inside did not change (the snapshot file "
+        "is left as it was)",
+        "E406",
+    )
 
 
 def _with_externals(doc: dict[str, Any]) -> dict[str, Any]:
