@@ -469,8 +469,8 @@ class Executor:
                 f"the completion snapshot is {e.size} bytes of JSON, over the 4 MiB limit",
                 events,
             )
-        events.emit("result", {"value": output, "exit_code": 0})
-        return self._commit(act, "completed", output=data)
+        result = {"event_type": "result", "value": output, "exit_code": 0}
+        return self._commit(act, "completed", output=data, event=("result", result))
 
     def _commit(self, act: _Active, status: str, **fields: Any) -> Outcome:
         if act.lost:
@@ -502,14 +502,19 @@ class Executor:
         from harnpy.serve.completion import secret_values
 
         error = sanitize_failure(category, message, code, secret_values(self.secrets))
-        if events is not None:
-            events.emit(
-                "error",
-                {"error": {"code": code or category, "message": error["message"]}, "exit_code": 1},
-            )
         if act.lost:
             return Outcome("lost", None)
-        return self._commit(act, "failed", error=error)
+        event = None
+        if events is not None:
+            event = (
+                "error",
+                {
+                    "event_type": "error",
+                    "error": {"code": code or category, "message": error["message"]},
+                    "exit_code": 1,
+                },
+            )
+        return self._commit(act, "failed", error=error, event=event)
 
 
 def _waitpoint_state(rt: Any) -> Any:

@@ -304,10 +304,14 @@ class RunsMixin(SqlBase):
         metadata: dict[str, Any] | None = None,
         release: bool = False,
         expect_statuses: tuple[str, ...] | None = None,
+        event: tuple[str, Any] | None = None,
     ) -> RunRecord:
         """Change a run (only fields given); with ``fence`` only while that claim is
         current, with ``expect_statuses`` only while the run has one of them. A final
-        ``status`` (or ``release``) gives the lease back.
+        ``status`` (or ``release``) gives the lease back. ``event`` (``(event_type,
+        data)``) is appended in the same transaction: a final ``result`` / ``error`` event
+        is written exactly when the outcome is (a replica killed between the two would
+        leave the event without the outcome, and the next replica would write it again).
 
         Raises:
             Fenced: another replica took the run over, or its status is not one of
@@ -333,6 +337,12 @@ class RunsMixin(SqlBase):
         if metadata is not None:
             sets.append("metadata = ?")
             params.append(dump_json(metadata))
+        event_text = None
+        if event is not None:
+            try:
+                event_text = self._json_capped(event[1], f"an event of run {run_id}")
+            except CheckpointTooLarge:  # the outcome still commits; the event says why it is bare
+                event_text = dump_json({"event_type": event[0], "too_large": True})
         with self.txn() as c:
             now = c.now_ms()
             sets.append("updated_at_ms = ?")
@@ -358,6 +368,8 @@ class RunsMixin(SqlBase):
                     f"store {self.display}: the claim on run {run_id} was lost (another "
                     "replica took it over); nothing was written"
                 )
+            if event is not None and event_text is not None:
+                self._append_event(c, run_id, event[0], event_text, None)
             row = c.one(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,))
             assert row is not None
             return self._run(row)

@@ -523,6 +523,28 @@ def test_run_claims_are_fenced(store_url: str) -> None:
     b.close()
 
 
+def test_a_final_event_commits_with_the_outcome_or_not_at_all(store_url: str) -> None:
+    """The ``result`` event of a run is written in the outcome's transaction: a replica
+    whose claim was lost writes neither, so the replica that finishes the run writes the one
+    result (the chaos test saw two when they were separate writes)."""
+    a, b = open_store(store_url), open_store(store_url)
+    run, _ = a.create_run("u")
+    got = a.claim_run("replica-a", 1_000)
+    assert got is not None
+    b.clock_offset_ms = 1_001
+    taken = b.claim_run("replica-b", 60_000)
+    assert taken is not None
+    with pytest.raises(Fenced):
+        a.update_run(run.id, fence=got.lease_fence, status="completed", output={"x": 1},
+                     event=("result", {"value": 1}))  # fmt: skip
+    assert b.run_events(run.id) == []
+    b.update_run(run.id, fence=taken.lease_fence, status="completed", output={"x": 2},
+                 event=("result", {"value": 2}))  # fmt: skip
+    assert [(e.event_type, e.data) for e in b.run_events(run.id)] == [("result", {"value": 2})]
+    a.close()
+    b.close()
+
+
 def test_first_park_of_a_run_is_fenced_by_the_run_claim(store_url: str) -> None:
     """A replica whose run lease expired cannot plant the run's first checkpoint after
     another replica took the run over (it would run the program from a stale prefix, or
