@@ -1,5 +1,7 @@
 """Where worker checkpoints live: the worker state directory (``HARN_WORKER_STATE_DIR``,
-``.harn/workers``, or a private per-user fallback) and a worker's snapshot path."""
+``.harn/workers``, or a private per-user fallback), a worker's snapshot path, and the
+:class:`~harnpy.store.directory.DirectoryStore` (the ``directory`` backend of the
+checkpoint-store interface) that reads, claims and writes a snapshot file."""
 
 from __future__ import annotations
 
@@ -15,6 +17,24 @@ from harnpy.lifecycle.workers import (
     state_dir,
 )
 from harnpy.security import private_dir
+from harnpy.store.directory import DirectoryStore
+
+#: One directory backend per directory (absolute path) for this process.
+_DIRECTORIES: dict[str, DirectoryStore] = {}
+
+
+def directory_for(path: str) -> tuple[DirectoryStore, str]:
+    """The directory backend holding snapshot file ``path`` and the file's key there
+    (``<dir>/<key>.json``; a file of another name is its own key).
+
+    Raises:
+        StoreError: the name cannot be a checkpoint file (``kind="config"``).
+    """
+    d, name = os.path.split(os.path.abspath(path))
+    store = _DIRECTORIES.get(d)
+    if store is None:
+        store = _DIRECTORIES[d] = DirectoryStore(d)
+    return store, store.key_for(name)
 
 
 def snapshot_dir(runtime: Any) -> str:

@@ -1,28 +1,34 @@
 """Exactly-once resumes of a parked worker's checkpoint: the claim (``running`` with this
-process as owner), putting a claim back, adoption by another process, and noticing that
-another process took a park over (lifecycle.md 10).
+process as owner), putting a claim back, adoption by another process, committing the
+worker's next state under its claim, and noticing that another process took a park over
+(lifecycle.md 10).
 
-The park a claim replaced is kept beside the snapshot while the resume runs
-(``<snapshot>.park``, written before the claim, removed when the resumed worker commits its
-next park or settles): a resume killed mid-run (SIGKILL, power loss) leaves a snapshot that
-says ``running`` with an owner that is gone, and :func:`recover_stale_claim` puts that park
-back, so the worker can be resumed again, once (issue 13 point 6). An owner is known to be
-gone when it ran on this host and its pid is dead; an owner on another host is never
+Every read-check-write goes through the checkpoint-store interface
+(:class:`harnpy.store.checkpoint_api.CheckpointStore`); for a snapshot file that is the
+directory backend of the file's directory (:func:`~harnpy.lifecycle.checkpoint_store.directory_for`,
+:mod:`harnpy.store.directory`). The park a claim replaced is kept beside the snapshot
+while the resume runs (``<snapshot>.park``, with the claim in ``<snapshot>.claim``, both
+removed when the resumed worker commits its next park or settles): a resume killed
+mid-run (SIGKILL, power loss) leaves a snapshot that says ``running`` with an owner that
+is gone, and the backend puts that park back (:func:`recover_stale_claim`, and before any
+claim), so the worker can be resumed again, once (issue 13 point 6). An owner is known to
+be gone when it ran on this host and its pid is dead; an owner on another host is never
 presumed dead (a shared store's leases decide there)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import Any
 
-from harnpy.lifecycle.checkpoint_store import _dumps, _loads
+from harnpy.lifecycle.checkpoint_store import _dumps, _loads, directory_for
 from harnpy.lifecycle.triggers.conditions import sus_error
 from harnpy.lifecycle.workers import (
     WorkerRecord,
     stop_thread,
 )
 from harnpy.runtime.errors import HarnError
+from harnpy.store.errors import ClaimRefused, StoreError
+from harnpy.store.records import CheckpointClaim, CheckpointMeta
 
 
 def _owner() -> dict[str, Any]:
@@ -76,43 +82,17 @@ def park_copy_path(path: str) -> str:
     return path + PARK_SUFFIX
 
 
-def drop_park_copy(path: str | None) -> None:
-    """Remove the kept park of ``path`` (the resumed worker committed its next state)."""
-    if path:
-        with contextlib.suppress(OSError):
-            os.unlink(park_copy_path(path))
-
-
 def recover_stale_claim(path: str) -> bool:
-    """Put back the last park of a worker whose resume died mid-run: under the directory
-    lock, when ``path`` says ``running`` with an owner that is gone (:func:`owner_gone`)
-    and the kept park (``<path>.park``) is a sealed snapshot of the same worker, suspended,
-    the park replaces ``path`` (atomically) and the kept copy is removed. Returns whether
-    the park was put back. Anything else (a live owner, no kept park, unreadable files)
-    changes nothing."""
-    from harnpy.runtime.snapshot import write_atomic
-
-    copy = park_copy_path(path)
-    if not os.path.isfile(copy):
+    """Put back the last park of a worker whose resume died mid-run: when ``path`` is
+    claimed by an owner that is gone (:func:`owner_gone`) and the kept park
+    (``<path>.park``) is a sealed snapshot of the same worker, suspended, the park replaces
+    ``path`` (atomically, under the directory lock). Returns whether the park was put back.
+    Anything else (a live owner, no kept park, unreadable files) changes nothing."""
+    try:
+        store, key = directory_for(path)
+    except StoreError:
         return False
-    with _dir_lock(path):
-        try:
-            with open(path, "rb") as fh:
-                doc = _loads(fh.read())
-            with open(copy, "rb") as fh:
-                park_raw = fh.read()
-            park = _loads(park_raw)
-        except (OSError, ValueError):
-            return False
-        if not isinstance(doc, dict) or not isinstance(park, dict):
-            return False
-        if doc.get("status") != "running" or not owner_gone(doc):
-            return False
-        if park.get("id") != doc.get("id") or park.get("status") != "suspended":
-            return False
-        write_atomic(path, park_raw, max_bytes=None, fsync=True)
-        drop_park_copy(path)
-    return True
+    return store.recover(key)
 
 
 def busy_elsewhere(doc: dict[str, Any], worker_id: str) -> HarnError | None:
@@ -128,15 +108,44 @@ def busy_elsewhere(doc: dict[str, Any], worker_id: str) -> HarnError | None:
     return None
 
 
-def _remember_file(rec: WorkerRecord, path: str) -> None:
-    """Remember the size and mtime of the snapshot this process just wrote, so that
-    :func:`refresh_from_disk` does not read its own writes back (a park / resume cycle
-    stays free of a full read of the growing file)."""
+def commit_document(rec: WorkerRecord, path: str, body: bytes, doc: dict[str, Any],
+                    *, durable: bool = True) -> None:  # fmt: skip
+    """Commit ``body`` (the sealed document ``doc``) as ``rec``'s snapshot ``path``
+    through the store interface: under ``rec``'s claim (its fence) when this process
+    resumed it — the claim ends, and the kept park goes, when ``doc`` is not ``running``
+    — else over whatever the file holds, unless another process's live claim holds it.
+    The version written is remembered (:func:`refresh_from_disk` does not read this
+    process's own writes back).
+
+    Raises:
+        OSError: the file cannot be written, or another process holds it (a live claim:
+            its resume owns the file now) or took this process's claim away; nothing was
+            written.
+    """
+    store, key = directory_for(path)
+    status = str(doc.get("status") or "")
+    park = doc.get("park_id")
+    meta = CheckpointMeta(
+        status=status,
+        park_id=park if type(park) is str else None,
+        name=rec.name,
+        mode=rec.mode,
+    )
+    claim: CheckpointClaim | None = getattr(rec, "ck_claim", None)
     try:
-        st = os.stat(path)
-    except OSError:
-        return
-    rec.file_sig = (st.st_mtime_ns, st.st_size)  # type: ignore[attr-defined]
+        if claim is not None and getattr(rec, "ck_claim_path", None) == path:
+            try:
+                version = store.put_checkpoint(key, body, meta, fence=claim.fence, durable=durable)
+            finally:
+                if status != "running":
+                    rec.ck_claim = None  # type: ignore[attr-defined]
+        else:
+            version = store.put_checkpoint(
+                key, body, meta, expect_version=store.version(key), durable=durable
+            )
+    except StoreError as e:
+        raise OSError(0, e.message) from None
+    rec.ck_version = (path, version)  # type: ignore[attr-defined]
 
 
 def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
@@ -154,20 +163,25 @@ def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
     if rec.status != "suspended" or not path:
         return
     try:
-        st = os.stat(path)
-    except OSError:
+        store, key = directory_for(path)
+    except StoreError:
         return
-    sig = (st.st_mtime_ns, st.st_size)
-    if getattr(rec, "file_sig", None) == sig:
+    version = store.version(key)
+    if version is None or getattr(rec, "ck_version", None) == (path, version):
         return
     try:
-        with open(path, "rb") as fh:
-            doc = _loads(fh.read())
-    except (OSError, ValueError):
+        got = store.get_checkpoint(key)
+        if got is None:
+            return
+        info, raw = got
+        doc = _loads(raw)
+    except (StoreError, ValueError):
         return
-    rec.file_sig = sig  # type: ignore[attr-defined]
+    rec.ck_version = (path, version)  # type: ignore[attr-defined]
     if not isinstance(doc, dict) or doc.get("id") != rec.id:
         return
+    if info.status == "running":
+        return  # a resume in progress elsewhere (the body shown is its park)
     status = doc.get("status")
     park = doc.get("park_id")
     if status == "running" or (status == "suspended" and park == getattr(rec, "park_id", None)):
@@ -211,121 +225,104 @@ def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
     rec.settle()
 
 
-def _dir_lock(path: str) -> contextlib.AbstractContextManager[None]:
-    """An exclusive ``flock`` of the directory holding ``path`` (claims are short)."""
-    from harnpy.lifecycle.triggers._util import dir_lock
-
-    return dir_lock(path)
+def _holder() -> str:
+    return f"{os.uname().nodename}:{os.getpid()}"
 
 
-def claim(path: str, worker_id: str, park_id: str | None = None) -> bytes | None:
+def claim(path: str, worker_id: str, park_id: str | None = None) -> CheckpointClaim | None:
     """Claim a parked worker's snapshot for one resume (lifecycle.md 10 "exactly-once"):
-    under an exclusive lock of its directory, re-read the file, require ``status:
-    "suspended"`` (and ``park_id`` when given) and rewrite it with ``status: "running"``.
+    the directory backend re-reads the file under an exclusive lock of its directory,
+    requires ``status: "suspended"`` (and ``park_id`` when given), keeps the park beside
+    it and rewrites it with ``status: "running"`` and this process as owner.
 
-    Returns the previous bytes (see :func:`rollback`), or None when there is no file.
+    Returns the claim (its ``body`` is the park, see :func:`rollback`), or None when there
+    is no file.
 
     Raises:
         HarnRuntimeError: ``HARN-SUS-006`` when another resume got there first (the file is
             not modified); ``HARN-SUS-004`` when it is unreadable.
     """
-    from harnpy.runtime.snapshot import write_atomic
-
-    with _dir_lock(path):
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-        except FileNotFoundError:
+    try:
+        store, key = directory_for(path)
+        return store.claim_checkpoint(key, _holder(), park_id=park_id, owner=_owner())
+    except ClaimRefused as e:
+        if e.reason == "missing":
             return None
-        except OSError as e:
-            raise sus_error(4, f"resume_agent: failed to load snapshot `{path}`: {e}") from None
-        try:
-            doc = _loads(raw)
-        except ValueError as e:
-            raise sus_error(4, f"resume_agent: failed to load snapshot `{path}`: {e}") from None
-        status = doc.get("status") if isinstance(doc, dict) else None
-        if status != "suspended" or (park_id is not None and doc.get("park_id") != park_id):
-            shown = status if status != "suspended" else "suspended again elsewhere"
-            raise sus_error(
-                6,
-                f"resume_agent: worker {worker_id} changed before resume could complete "
-                f"(status={shown})",
-            )
-        doc["status"] = "running"
-        doc["suspension"] = None
-        doc["owner"] = _owner()
-        # the park, kept until the resumed worker commits: a resume that dies mid-run
-        # leaves it to be put back (recover_stale_claim)
-        write_atomic(park_copy_path(path), raw, max_bytes=None, fsync=True)
-        write_atomic(path, _dumps(doc), max_bytes=None, fsync=True)
-        return raw
+        status = e.status or "running"
+        shown = status if status != "suspended" else "suspended again elsewhere"
+        raise sus_error(
+            6,
+            f"resume_agent: worker {worker_id} changed before resume could complete "
+            f"(status={shown})",
+        ) from None
+    except StoreError as e:
+        raise sus_error(4, f"resume_agent: failed to load snapshot `{path}`: {e.message}") from None
 
 
-def rollback(path: str, raw: bytes | None) -> None:
-    """Put back the bytes a :func:`claim` replaced (a resume that failed before it took
-    effect leaves the snapshot as it was)."""
-    if raw is None:
+def hold_claim(rec: WorkerRecord, path: str, c: CheckpointClaim | None) -> None:
+    """Remember that ``rec`` resumes under claim ``c`` of snapshot ``path``: its next
+    commits present the claim's fence (:func:`commit_document`)."""
+    rec.ck_claim = c  # type: ignore[attr-defined]
+    rec.ck_claim_path = path  # type: ignore[attr-defined]
+
+
+def rollback(path: str, c: CheckpointClaim | None) -> None:
+    """Give back the claim :func:`claim` took (a resume that failed before it took effect
+    leaves the snapshot as it was: the kept park replaces the ``running`` file)."""
+    if c is None:
         return
-    from harnpy.runtime.snapshot import write_atomic
-
-    with _dir_lock(path):
-        write_atomic(path, raw, max_bytes=None, fsync=True)
-        drop_park_copy(path)
+    store, key = directory_for(path)
+    store.release_checkpoint_claim(key, c.fence)
 
 
 def adopt(path: str, worker_id: str, park_id: Any) -> str:
-    """Take over a parked worker's snapshot for this process (under the directory lock):
-    it must still be ``suspended`` at ``park_id``; it gets a new park id and this process as
-    owner, so a process that held the same park can no longer resume it (``HARN-SUS-006``).
-    Returns the new park id."""
-    from harnpy.runtime.snapshot import write_atomic
+    """Take over a parked worker's snapshot for this process (a conditional update under
+    the directory lock): it must still be ``suspended`` at ``park_id`` with no live claim;
+    it gets a new park id and this process as owner, so a process that held the same park
+    can no longer resume it (``HARN-SUS-006``). Returns the new park id."""
+    store, key = directory_for(path)
+    new_id = _new_park_id()
 
-    with _dir_lock(path):
-        with open(path, "rb") as fh:
-            doc = _loads(fh.read())
-        if doc.get("status") != "suspended" or doc.get("park_id") != park_id:
-            raise sus_error(
-                6,
-                f"load_agent: worker {worker_id} changed before it could be loaded "
-                f"(status={doc.get('status')})",
-            )
-        new_id = _new_park_id()
+    def transform(raw: bytes) -> tuple[bytes, CheckpointMeta]:
+        doc = _loads(raw)
         doc["park_id"] = new_id
         doc["owner"] = _owner()
-        write_atomic(path, _dumps(doc), max_bytes=None, fsync=True)
+        return _dumps(doc), CheckpointMeta(status="suspended", park_id=new_id)
+
+    try:
+        done = store.update_checkpoint_if(
+            key, transform, expect_status="suspended", expect_park_id=park_id
+        )
+        info = None if done else store.checkpoint_info(key)
+    except StoreError as e:
+        raise sus_error(4, f"load_agent: failed to load snapshot `{path}`: {e.message}") from None
+    if not done:
+        raise sus_error(
+            6,
+            f"load_agent: worker {worker_id} changed before it could be loaded "
+            f"(status={info.status if info is not None else 'missing'})",
+        )
     return new_id
 
 
 def undo_resume(runtime: Any, rec: WorkerRecord) -> bool:
     """Put back the park a resume of ``rec`` claimed when that resume is abandoned before
-    the worker settled (Ctrl-C during ``harnpy run --resume``): the snapshot file gets its
-    bytes from before the claim (``suspended`` at the same park, so a later resume starts
-    again from there) and a durable wait the resume cancelled is pending again. Only while
-    the file still says ``running`` with this process as owner. Returns whether the file
-    was put back."""
-    raw = getattr(rec, "claimed_bytes", None)
-    path = rec.snapshot_path
-    if raw is None or not path or rec.status != "running":
+    the worker settled (Ctrl-C during ``harnpy run --resume``): the claim is given back, so
+    the snapshot file gets its bytes from before the claim (``suspended`` at the same park,
+    so a later resume starts again from there), and a durable wait the resume cancelled is
+    pending again. Only while this process's claim is still current. Returns whether the
+    file was put back."""
+    c: CheckpointClaim | None = getattr(rec, "ck_claim", None)
+    path = getattr(rec, "ck_claim_path", None)
+    if c is None or not path or rec.status != "running":
         return False
-    with _dir_lock(path):
-        try:
-            with open(path, "rb") as fh:
-                doc = _loads(fh.read())
-        except (OSError, ValueError):
+    try:
+        store, key = directory_for(path)
+        if not store.release_checkpoint_claim(key, c.fence):
             return False
-        owner = doc.get("owner") if isinstance(doc, dict) else None
-        if (
-            not isinstance(doc, dict)
-            or doc.get("status") != "running"
-            or not isinstance(owner, dict)
-            or owner.get("pid") != os.getpid()
-        ):
-            return False
-        from harnpy.runtime.snapshot import write_atomic
-
-        write_atomic(path, raw, max_bytes=None, fsync=True)
-        drop_park_copy(path)
-    rec.claimed_bytes = None  # type: ignore[attr-defined]
+    except StoreError:
+        return False
+    rec.ck_claim = None  # type: ignore[attr-defined]
     origin = getattr(rec, "cancelled_durable_wait", None)
     if type(origin) is dict:
         from harnpy.lifecycle.parking import _store_call

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harnpy.lifecycle.claims import busy_elsewhere, claim, rollback, undo_resume
+from harnpy.lifecycle.claims import busy_elsewhere, claim, hold_claim, rollback, undo_resume
 from harnpy.lifecycle.continuity import check_input
 from harnpy.lifecycle.restore import import_mock_state, precheck_sources
 from harnpy.lifecycle.resuming import _load_failure, _unexpected, commit_resume
@@ -61,7 +61,7 @@ def resume_from_cli(
     except SnapshotError as e:
         raise _load_failure(path, e.message) from None
     original = claim(path, rec.id, park_id if doc.get("park_id") is not None else None)
-    rec.claimed_bytes = original  # type: ignore[attr-defined]
+    hold_claim(rec, path, original)
     # From the claim on, any failure puts the claimed bytes back (the park is not lost).
     try:
         try:

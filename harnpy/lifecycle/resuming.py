@@ -14,6 +14,7 @@ from harnpy.lifecycle.claims import (
     adopt,
     busy_elsewhere,
     claim,
+    hold_claim,
     recover_stale_claim,
     refresh_from_disk,
     rollback,
@@ -47,6 +48,7 @@ from harnpy.runtime.scheduler import Block
 from harnpy.runtime.snapshot import SnapshotError
 from harnpy.runtime.values import CallRequest
 from harnpy.stdlib.registry import builtin
+from harnpy.store.records import CheckpointClaim
 
 Gen = Generator[Any, Any, Any]
 
@@ -310,13 +312,13 @@ def commit_resume(
     """
     cold = rec.thread is None
     path = rec.snapshot_path
-    original: bytes | None = None
+    original: CheckpointClaim | None = None
     if not claimed:
         park_id = None if doc is not None else getattr(rec, "park_id", None)
         original = claim(path, rec.id, park_id) if path else None
         if original is None and cold:
             raise sus_error(4, f"resume_agent: failed to load snapshot `{path}`: file not found")
-        rec.claimed_bytes = original  # type: ignore[attr-defined]
+        hold_claim(rec, path, original)
     th = None
     if cold:
         try:

@@ -9,7 +9,7 @@ from typing import Any
 
 from harnpy.lifecycle._common import now_rfc3339
 from harnpy.lifecycle.checkpoint_store import _cache, _dumps, _loads, _target_path
-from harnpy.lifecycle.claims import _owner, _remember_file, drop_park_copy
+from harnpy.lifecycle.claims import _owner, commit_document
 from harnpy.lifecycle.services import services
 from harnpy.lifecycle.workers import (
     WorkerRecord,
@@ -247,9 +247,13 @@ def write_document(
     runtime: Any = None,
     transcript_plan: Any = None,
     explain: bool = True,
+    rec: WorkerRecord | None = None,
 ) -> None:
     """Write a worker snapshot atomically (temp file, fsync when ``durable``, rename, mode
-    0600) after checking the 4 MiB cap. With a ``transcript_plan`` its new transcript
+    0600) after checking the 4 MiB cap. With ``rec`` it is that worker's checkpoint and is
+    committed through the store interface (:func:`~harnpy.lifecycle.claims.commit_document`:
+    under the worker's claim when it resumed here); without, a plain copy (a daemon's
+    ``daemon.json``). With a ``transcript_plan`` its new transcript
     entries are appended (and fsynced) first, so the renamed snapshot never refers to a
     prefix that is not on disk. ``explain=False`` leaves the biggest parts out of the
     E403 message (the caller writes a reduced document instead; naming them walks the whole
@@ -257,7 +261,7 @@ def write_document(
 
     Raises:
         SnapshotError: ``E403`` naming the biggest parts when the document is too big.
-        OSError: the file cannot be written.
+        OSError: the file cannot be written (or another process's claim holds it).
     """
     from harnpy.runtime.snapshot import write_atomic
 
@@ -272,7 +276,10 @@ def write_document(
         )
     if transcript_plan is not None:
         transcript_plan.write(durable)
-    write_atomic(path, text, max_bytes=None, fsync=durable)
+    if rec is not None:
+        commit_document(rec, path, text, doc, durable=durable)
+    else:
+        write_atomic(path, text, max_bytes=None, fsync=durable)
     if transcript_plan is not None and runtime is not None:
         transcript_plan.commit(runtime)
 
@@ -327,12 +334,13 @@ def persist(
                 runtime=runtime,
                 transcript_plan=plan,
                 explain=not reduce,
+                rec=rec,
             )
         except SnapshotError as e:
             if not reduce or e.code != "E403":
                 raise
             doc, dropped = reduced_document(doc)
-            write_document(path, doc, durable=durable, runtime=runtime)
+            write_document(path, doc, durable=durable, runtime=runtime, rec=rec)
             runtime.write_err(
                 f"harnpy: warning: the final snapshot of worker {rec.id} ({rec.status}) was "
                 f"over the 4 MiB limit; saved without {dropped} ({path})\n"
@@ -349,14 +357,12 @@ def persist(
                 f"harnpy: warning: cannot write worker snapshot {path}: {e.strerror or e}\n"
             )
         return False
-    _remember_file(rec, path)
     if isinstance(doc.get("harnpy_thread"), dict):  # a park: keep the code it runs
         from harnpy.runtime.sources import persist_sources
 
         for problem in persist_sources(runtime, doc, snapshot_path=path):
             runtime.write_err(f"harnpy: warning: {problem} (a resume then needs the same files)\n")
     if doc.get("status") != "running":
-        drop_park_copy(path)  # the resumed worker committed its next state
         if plan is not None and plan.fresh:
             # a new transcript generation: the files of earlier ones are no longer needed
             transcript_store.sweep(path, plan.new.name)

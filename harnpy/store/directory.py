@@ -123,6 +123,8 @@ class DirectoryStore:
         #: key -> (version, info) of documents this object parsed (a file is parsed again
         #: only when its version changed)
         self._infos: dict[str, tuple[int, CheckpointInfo]] = {}
+        #: key -> file name, for files not named ``<key>.json`` (:meth:`key_for`)
+        self._names: dict[str, str] = {}
 
     @property
     def display(self) -> str:
@@ -139,7 +141,30 @@ class DirectoryStore:
         """
         if not _KEY_RE.match(key):
             raise StoreError(f"store {self.display}: `{key}` cannot name a checkpoint", "config")
-        return os.path.join(self.path, key + ".json")
+        return os.path.join(self.path, self._names.get(key, key + ".json"))
+
+    def key_for(self, name: str) -> str:
+        """The key of the file ``name`` in this directory: its stem for ``<key>.json``;
+        any other name (a snapshot a user named ``state.snap``) is its own key from then
+        on, in this object.
+
+        Raises:
+            StoreError: ``name`` cannot be a checkpoint file here (``kind="config"``).
+        """
+        key = name[:-5] if name.endswith(".json") else name
+        if not _KEY_RE.match(key) or not key:
+            raise StoreError(f"store {self.display}: `{name}` cannot name a checkpoint", "config")
+        if not name.endswith(".json"):
+            self._names[key] = name
+        return key
+
+    def version(self, worker_id: str) -> int | None:
+        """The current version of ``worker_id``'s checkpoint from the file's metadata alone
+        (no read, no lock: a cheap "did it change" check), or None when there is none."""
+        try:
+            return _version_of(os.stat(self.file_of(worker_id)))
+        except OSError:
+            return None
 
     def checkpoint_ref(self, worker_id: str) -> str:
         """The checkpoint file's path (what ``harnpy run --resume`` accepts)."""
