@@ -328,3 +328,49 @@ def test_directory_recovers_a_pre_claim_file_park(tmp_path: Path) -> None:
     (d / "w1.json").write_bytes(body("running", "p1", owner=dead_owner()))
     assert s.recover("w1")
     assert (d / "w1.json").read_bytes() == park and not (d / "w1.json.park").exists()
+
+
+_CLAIM_THEN_DIE = """
+import os, signal, sys
+from harnpy.store import open_store
+from harnpy.store._common import owner_record
+from harnpy.store.directory import DirectoryStore
+url = sys.argv[1]
+s = DirectoryStore(url[10:]) if url.startswith("directory:") else open_store(url)
+c = s.claim_checkpoint("w1", "doomed", park_id="p1", lease_ms=600_000, owner=owner_record())
+print(c.fence, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # between the claim and its commit
+"""
+
+
+def _race(url: str, n: int) -> list[str]:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACE, url, f"p{i}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(n)
+    ]  # fmt: skip
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    lines = [p.stdout.readline() if p.stdout else "" for p in procs]
+    outs = [p.communicate("done\n", timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    return sorted(line.split()[0] for line in lines if line)
+
+
+def test_a_claimer_killed_before_its_commit_leaves_the_park_resumable_once(
+    ck_url: str, ck: Any
+) -> None:
+    ck.put_checkpoint("w1", body(), meta())
+    r = subprocess.run(
+        [sys.executable, "-c", _CLAIM_THEN_DIE, ck_url], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == -9 and r.stdout.strip().isdigit(), r.stderr
+    # its lease (10 minutes) has not expired, but its owner is known to be gone (this host,
+    # dead pid): the park is claimable again, by exactly one of five racers
+    info, raw = ck.get_checkpoint("w1")
+    assert info.status == "suspended" and opened(raw)["park_id"] == "p1"
+    assert _race(ck_url, 5) == ["lost"] * 4 + ["won"]
