@@ -24,6 +24,7 @@ E219   ``type 'S' does not satisfy interface 'I': ...``
 E220   variance markers violated (``declared 'in'`` / ``declared 'out'``)
 E221   ``cannot destructure int with [...] pattern`` (literal spreads and destructuring)
 E222   ``cannot access property `name` on int`` (a plain ``.name`` on a number or bool)
+E223   ``cannot call tool `t` directly`` (a ``tool`` declaration binds a one-tool registry)
 =====  ==============================================================================
 """
 
@@ -54,10 +55,20 @@ E_INTERFACE = "E219"
 E_VARIANCE = "E220"
 E_DESTRUCTURE = "E221"
 E_PROPERTY = "E222"
+E_TOOL_CALL = "E223"
 
 #: Codes ``harnpy check`` reports but ``harnpy run`` leaves to the runtime (which reports
-#: the same message when the code actually executes).
-CHECK_ONLY_CODES = frozenset({E_UNDEFINED, E_TRY_STAR})
+#: the same message when the code actually executes: ``Cannot call`` for a tool registry).
+CHECK_ONLY_CODES = frozenset({E_UNDEFINED, E_TRY_STAR, E_TOOL_CALL})
+
+#: The type of the name a ``tool name(params) { ... }`` declaration binds: a one-tool
+#: registry ``{_type: "tool_registry", tools: [entry]}`` (a dict, not a function).
+TOOL_REGISTRY = T.ShapeT(
+    (
+        T.Field("_type", T.STRING),
+        T.Field("tools", T.ListT(T.DictT(T.STRING, None))),
+    )
+)
 
 _ARITH = frozenset({"+", "-", "*", "/", "%", "**"})
 _OPERAND_KINDS = frozenset({"int", "float", "string", "bool", "nil", "list", "dict"})
@@ -374,8 +385,10 @@ class Checker:
         for s in stmts:
             u = unwrap(s)
             t = type(u)
-            if t is A.FnDecl or t is A.ToolDecl:
+            if t is A.FnDecl:
                 scope[u.name] = Binding("fn", T.Prim("closure"), u)
+            elif t is A.ToolDecl:
+                scope[u.name] = Binding("tool", TOOL_REGISTRY, u)
             elif t is A.StructDecl:
                 scope[u.name] = Binding("struct", None, u)
             elif t is A.EnumDecl:
@@ -467,7 +480,7 @@ class Checker:
             self.undefined(name, root.span)
             return
         b, idx = found
-        if b.kind in ("let", "fn", "struct", "enum") and (
+        if b.kind in ("let", "fn", "tool", "struct", "enum") and (
             idx == 0 or self.scope_fn[idx] == len(self.fns)
         ):
             self.error(E_IMMUTABLE, f"Cannot assign to immutable binding: {name}", s.span)
@@ -892,6 +905,15 @@ class Checker:
             return self.call_fn(b.decl, e, arg_types[:spread_at])
         if b.kind == "struct":
             return T.NamedT(name, "struct")
+        if b.kind == "tool":
+            self.error(
+                E_TOOL_CALL,
+                f"cannot call tool `{name}` directly: a tool declaration binds a one-tool "
+                f"registry (a dict); offer it to agent_loop ({{tools: {name}}}) or call "
+                f"{name}.tools[0].handler(...)",
+                e.span,
+            )
+            return None
         return None
 
     def signature(self, decl: A.FnDecl) -> tuple[list[T.Ty | None], T.Ty | None]:

@@ -248,6 +248,20 @@ NEGATIVE = [
         "E222",
         "cannot access property `name` on int",
     ),
+    # --- tool declarations bind a one-tool registry
+    (
+        "tool_called_directly",
+        'tool probe(path: string) -> string {\n  description "P."\n  return path\n}\n'
+        'log(probe("x"))\n',
+        "E223",
+        "cannot call tool `probe` directly",
+    ),
+    (
+        "tool_reassigned",
+        'tool probe() {\n  description "P."\n  return 1\n}\nprobe = 2\n',
+        "E204",
+        "Cannot assign to immutable binding: probe",
+    ),
     # --- destructuring and spreads
     (
         "destructure_string",
@@ -349,6 +363,13 @@ POSITIVE = [
         'fn load() {\n  let x = try* read_file("f")\n  return x\n}\n',
     ),
     (
+        "tool_is_a_registry",
+        'tool probe(path: string) -> string {\n  description "P."\n  return path\n}\n'
+        "fn offer(reg: dict) -> int {\n  return len(reg.tools)\n}\n"
+        'let r: dict = probe\nlog(offer(probe))\nlog(probe.tools[0].handler("x"))\n'
+        'fn shadow() {\n  let probe = { p -> p }\n  return probe("y")\n}\n',
+    ),
+    (
         "type_names_as_values",
         'type Out = {verdict: string}\nlet ok = schema_is({verdict: "x"}, Out)\nprintln(ok)\n',
     ),
@@ -424,3 +445,12 @@ def test_selective_import_names_are_defined(tmp_path) -> None:
     src = 'import { alpha } from "std/not_here"\nalpha()\nbeta()\n'
     diags = check_file(str(tmp_path / "main.harn"), src, BUILTINS)
     assert [d.message for d in diags] == ["call target `beta` is not defined or imported"]
+
+
+def test_a_direct_tool_call_is_left_to_the_runtime_by_run() -> None:
+    # harnpy run does not refuse the program up front: the runtime raises its own
+    # "Cannot call" (E302) only if the call runs; harnpy check reports E223.
+    src = 'tool probe() {\n  description "P."\n  return 1\n}\nif false {\n  probe()\n}\n'
+    tree = parse(src, "t.harn")
+    assert static_errors(tree, "t.harn", src, BUILTINS) == []
+    assert [d.code for d in check_file("t.harn", src, BUILTINS)] == ["E223"]
