@@ -1,6 +1,7 @@
 """``agent_loop`` profiles (Harn ``llm/agent_loop.md``, "agent_loop options"): named
 presets of the loop-budget and retry options. ``profile`` (default ``tool_using``) picks
-one; any option given explicitly overrides the profile's value.
+one; any option given explicitly overrides the profile's value. Every profile retries
+with ``llm_backoff_ms`` 2000 (:data:`DEFAULT_LOOP_BACKOFF_MS`) unless the loop sets it.
 
 | profile | max_iterations | max_nudges | tool_retries | llm_retries | schema_retries |
 |---|---:|---:|---:|---:|---:|
@@ -49,11 +50,16 @@ PROFILES: dict[str, dict[str, int]] = {
 }
 
 DEFAULT_PROFILE = "tool_using"
+#: ``llm_backoff_ms`` of an agent loop that does not set one, whatever its profile (Harn
+#: ``llm/agent_loop.md``: 2000; a plain ``llm_call`` keeps 250). Retry ``n`` waits
+#: ``2000 * 2**n`` ms on the runtime clock (a mock clock makes it virtual).
+DEFAULT_LOOP_BACKOFF_MS = 2000
 
 
 def apply_profile(opts: dict[str, Any], where: str) -> dict[str, Any]:
     """``opts`` with the defaults of its ``profile`` filled in (explicit keys win; the
-    ``retries`` alias counts as ``llm_retries``).
+    ``retries`` alias counts as ``llm_retries``, ``backoff_ms`` as ``llm_backoff_ms``),
+    and ``llm_backoff_ms`` :data:`DEFAULT_LOOP_BACKOFF_MS` when neither is given.
 
     Raises:
         HarnThrow: ``<where>: profile must be one of tool_using, researcher, verifier,
@@ -70,4 +76,6 @@ def apply_profile(opts: dict[str, Any], where: str) -> dict[str, Any]:
             continue
         if out.get(key) is None:
             out[key] = value
+    if out.get("llm_backoff_ms") is None and out.get("backoff_ms") is None:
+        out["llm_backoff_ms"] = DEFAULT_LOOP_BACKOFF_MS
     return out

@@ -309,3 +309,29 @@ println(__test_probe())
     )
     assert got == ["repaired", "gave up: again 401"]
     assert seen == ["401", "401", "again 401"]
+
+
+def test_agent_loop_backs_off_2000_ms_by_default_and_llm_call_250() -> None:
+    # Harn llm/agent_loop.md: an agent loop's llm_backoff_ms defaults to 2000; the waits
+    # are scheduler timers on the runtime clock, so under mock_time they pass instantly
+    # and the mock clock shows them: 2000 then 4000 ms for the loop's two retries.
+    got = run(
+        """
+mock_time(1000000)
+llm_mock({error: {category: "rate_limit", message: "429 one"}})
+llm_mock({error: {category: "rate_limit", message: "429 two"}})
+llm_mock({text: "done ##DONE##"})
+let r = agent_loop("go", nil, {provider: "mock"})
+println(r.status + " " + to_string(monotonic_ms()))
+llm_mock({error: {category: "rate_limit", message: "429"}})
+llm_mock({text: "ok"})
+let t0 = monotonic_ms()
+println(llm_call("hi", nil, {provider: "mock", llm_retries: 1}).text + " " + to_string(monotonic_ms() - t0))
+llm_mock({error: {category: "rate_limit", message: "429"}})
+llm_mock({text: "done ##DONE##"})
+let t1 = monotonic_ms()
+let fast = agent_loop("go", nil, {provider: "mock", llm_backoff_ms: 10})
+println(fast.status + " " + to_string(monotonic_ms() - t1))
+"""
+    )
+    assert got == ["done 6000", "ok 250", "done 10"]
