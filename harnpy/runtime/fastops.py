@@ -331,6 +331,47 @@ def fused_store(
 
 # ------------------------------------------------------------------- calls
 
+
+def inline_value(ev: Ev, var: str, i: int, env: dict[str, Any]) -> tuple[str, str]:
+    """Source computing ``var`` = the value of ``ev`` inside a generated function body
+    (which has ``f`` and ``s = f.slots``), and a key naming the shape of that source.
+
+    A slot read becomes ``s[k]``; ``+``/``-``/``*`` of two slots or a slot and an int literal
+    (``n - 1``) is computed inline for ints in the 64-bit range, and any other operand type
+    (or an overflow) runs ``ev`` itself (operands are slot reads, so nothing is evaluated
+    twice that could matter); any other ev is called. Names put into ``env`` end in ``i``."""
+    operand = getattr(ev, "_operand", None)
+    if operand is not None and operand[0] == "s":
+        env[f"k{i}"] = operand[1]
+        return f"        {var} = s[k{i}]\n", "s"
+    env[f"e{i}"] = ev
+    shape = shape_of(ev)
+    if (
+        shape is not None
+        and shape[0] in ("+", "-", "*")
+        and shape[1][0] in ("s", "c")
+        and shape[2][0] in ("s", "c")
+    ):
+        op, lo, ro = shape
+        reads = []
+        for side, operand in (("l", lo), ("r", ro)):
+            name = f"{side}{i}"
+            env[name] = operand[1]
+            reads.append(f"s[{name}]" if operand[0] == "s" else name)
+        src = (
+            f"        p{i} = {reads[0]}\n"
+            f"        q{i} = {reads[1]}\n"
+            f"        if type(p{i}) is int and type(q{i}) is int:\n"
+            f"            {var} = p{i} {op} q{i}\n"
+            f"            if not MIN <= {var} <= MAX:\n"
+            f"                {var} = e{i}(f)\n"
+            "        else:\n"
+            f"            {var} = e{i}(f)\n"
+        )
+        return src, f"b{op}{lo[0]}{ro[0]}"
+    return f"        {var} = e{i}(f)\n", "e"
+
+
 _CALLEE = {
     "global": (
         "        try:\n"
@@ -354,13 +395,15 @@ def call_instr(
 ) -> Callable[[Frame], int] | None:
     """A call instruction with 0-3 plain (not spread) arguments and a fast path for a plain
     closure called with exactly its parameter count: the new frame is built here in one step
-    (slot list ``[args..., captures..., padding]``) instead of through
+    (slot list ``[args..., captures..., padding]``, its fields stored directly rather than
+    through ``Frame.__init__``) instead of through
     :func:`~harnpy.runtime.calls.call_value`, which handles every other callee.
 
     ``callee_kind`` ``"global"`` (``env``: ``g``, ``name``, ``fallback``: a module-level name,
     falling back to a builtin or a late-bound lookup) or ``"ev"`` (``env``: ``callee_ev``).
-    The callee is evaluated before the arguments, the arguments before the depth check, as in
-    the generic call. A closure whose body is one call-free expression (``code.pure_ev``)
+    The callee is evaluated before the arguments, the arguments (slot reads and int
+    arithmetic on slots inline, see :func:`inline_value`) before the depth check, as in the
+    generic call. A closure whose body is one call-free expression (``code.pure_ev``)
     runs inline, as callback builtins run it (:func:`~harnpy.runtime.calls.fast_function`):
     it cannot call, block or park, so no frame and no snapshot point is skipped. None for
     more than 3 arguments."""
@@ -371,8 +414,13 @@ def call_instr(
     n = len(argevs)
     if n > 3:
         return None
-    names = [f"a{i}" for i in range(n)]
-    evals = "".join(f"        x{i} = a{i}(f)\n" for i in range(n))
+    args: dict[str, Any] = dict(env)
+    evals = "        s = f.slots\n" if n else ""
+    kinds = []
+    for i, ev in enumerate(argevs):
+        src, kind = inline_value(ev, f"x{i}", i, args)
+        evals += src
+        kinds.append(kind)
     xs = "".join(f"x{i}, " for i in range(n))
     body = (
         "    def fn(f):\n"
@@ -392,14 +440,22 @@ def call_instr(
         "                    raise stack_overflow()\n"
         "                th.depth += 1\n"
         "                f.pc = nxt\n"
-        f"                th.frame = Frame(code, [{xs}*callee.captures, *pad], th, f, target)\n"
+        "                nf = new(Frame)\n"
+        "                nf.code = code\n"
+        f"                nf.slots = [{xs}*callee.captures, *pad]\n"
+        "                nf.pc = 0\n"
+        "                nf.parent = f\n"
+        "                nf.ret_slot = target\n"
+        "                nf.thread = th\n"
+        "                nf.generator = None\n"
+        "                nf.defers = None\n"
+        "                th.frame = nf\n"
         "                return SWITCH\n"
         f"        return slow_call(f, callee, [{xs.rstrip(', ')}], target, nxt)\n"
     )
-    params = [*env, *names, "target", "nxt", "slow_call", "Closure", "Frame", "SWITCH"]
-    make = _factory(("call", callee_kind, n), body, [*params, "stack_overflow", "fast_function"])
-    args = dict(env)
-    args.update({f"a{i}": ev for i, ev in enumerate(argevs)})
+    common = ["target", "nxt", "slow_call", "Closure", "Frame", "SWITCH", "new", "MIN", "MAX"]
+    params = [*args, *common, "stack_overflow", "fast_function"]
+    make = _factory(("call", callee_kind, *kinds), body, params)
     args.update(
         target=target,
         nxt=nxt,
@@ -407,10 +463,50 @@ def call_instr(
         Closure=Closure,
         Frame=Frame,
         SWITCH=SWITCH,
+        new=object.__new__,
+        MIN=_MIN,
+        MAX=_MAX,
         stack_overflow=stack_overflow,
         fast_function=fast_function,
     )
     instr: Callable[[Frame], int] = make(**args)
+    return instr
+
+
+def return_instr(ev: Ev, slow_return: Callable[[Frame, Any], int]) -> Callable[[Frame], int]:
+    """``return ev``: the value computed inline where :func:`inline_value` can, then the
+    frame finished inline (the caller's result slot, a native caller's pending value, or the
+    thread's result); a frame with defers or a generator body goes to ``slow_return``."""
+    from harnpy.runtime.code import STOP, SWITCH
+
+    env: dict[str, Any] = {}
+    src, kind = inline_value(ev, "v", 0, env)
+    body = (
+        "    def fn(f):\n"
+        "        s = f.slots\n"
+        f"{src}"
+        "        if f.defers or f.generator is not None:\n"
+        "            return slow_return(f, v)\n"
+        "        th = f.thread\n"
+        "        p = f.parent\n"
+        "        th.frame = p\n"
+        "        th.depth -= 1\n"
+        "        if p is None:\n"
+        "            th.result = v\n"
+        "            th.finished = True\n"
+        "            return STOP\n"
+        "        if p.native:\n"
+        "            p.pending = v\n"
+        "        else:\n"
+        "            r = f.ret_slot\n"
+        "            if r >= 0:\n"
+        "                p.slots[r] = v\n"
+        "        return SWITCH\n"
+    )
+    params = [*env, "slow_return", "STOP", "SWITCH", "MIN", "MAX"]
+    make = _factory(("return", kind), body, params)
+    env.update(slow_return=slow_return, STOP=STOP, SWITCH=SWITCH, MIN=_MIN, MAX=_MAX)
+    instr: Callable[[Frame], int] = make(**env)
     return instr
 
 

@@ -23,7 +23,7 @@ from harnpy.runtime.calls import (
     generator_yield,
     stack_overflow,
 )
-from harnpy.runtime.code import MISSING, STOP, SWITCH, Frame
+from harnpy.runtime.code import MISSING, SWITCH, Frame
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import HarnThrow, plain_error, runtime_error, type_error
 from harnpy.runtime.ops import dict_key, truthy, values_equal
@@ -413,55 +413,9 @@ def run_next_defer(f: Frame, value: Any) -> int:
 
 
 def op_return(ev: Ev) -> Instr:
-    """``return v``: leave the frame (running defers, finishing generators)."""
-
-    k = fastops.slot_of(ev)
-    if k is not None:
-
-        def ret_slot(f: Frame) -> int:
-            v = f.slots[k]
-            if f.defers or f.generator is not None:
-                return do_return(f, v)
-            th = f.thread
-            p = f.parent
-            th.frame = p
-            th.depth -= 1
-            if p is None:
-                th.result = v
-                th.finished = True
-                return STOP
-            if p.native:
-                p.pending = v  # type: ignore[union-attr]
-            else:
-                r = f.ret_slot
-                if r >= 0:
-                    p.slots[r] = v  # type: ignore[union-attr]
-            return SWITCH
-
-        return ret_slot
-
-    def instr(f: Frame) -> int:
-        v = ev(f)
-        if f.defers or f.generator is not None:
-            return do_return(f, v)
-        # finish_frame, inline (the return of every plain call)
-        th = f.thread
-        p = f.parent
-        th.frame = p
-        th.depth -= 1
-        if p is None:
-            th.result = v
-            th.finished = True
-            return STOP
-        if p.native:
-            p.pending = v  # type: ignore[union-attr]
-        else:
-            r = f.ret_slot
-            if r >= 0:
-                p.slots[r] = v  # type: ignore[union-attr]
-        return SWITCH
-
-    return instr
+    """``return v``: leave the frame (running defers, finishing generators); a plain frame
+    is finished inline (:func:`~harnpy.runtime.fastops.return_instr`)."""
+    return fastops.return_instr(ev, do_return)
 
 
 class RaiseAfterDefers:

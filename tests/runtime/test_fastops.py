@@ -200,3 +200,25 @@ println(it.to_list())
         "[20, 30, 40]",
         "[]",
     ]
+
+
+def test_inline_call_arguments_and_returns_keep_the_generic_results() -> None:
+    """`f(n - 1)` and `return a + b` compute int arithmetic on slots inline; floats, strings,
+    overflow and type errors still give the generic operator's results."""
+    src = """
+fn id(x) { return x }
+fn add(a, b) { return a + b }
+fn args(n, s) {
+  return [id(n - 1), id(n * 2), id(s + s), add(n, 1), add(s, "!")]
+}
+println(args(3, "ab"))
+println(args(1.5, "x"))
+println(args(9223372036854775807, ""))
+println(try { add(1, "x") })
+"""
+    assert run(src).splitlines() == [
+        "[2, 6, abab, 4, ab!]",
+        "[0.5, 3.0, xx, 2.5, x!]",
+        "[9223372036854775806, -2, , -9223372036854775808, !]",
+        "Result.Err(Type error: Cannot add int and string)",
+    ]
