@@ -8,6 +8,7 @@ call ever recurses on the Python stack.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from harnpy.runtime.code import MISSING, STOP, SWITCH, CodeObject, Frame, NativeFrame
@@ -103,9 +104,53 @@ def closure_slots(callee: Closure, args: list[Any]) -> list[Any]:
     return bind_args(code, list(args), callee.captures, code.name)
 
 
+def pure_runner(code: CodeObject) -> Any:
+    """The direct Python callable ``run(captures, thread, *args)`` of a code object whose
+    body is a single call-free expression (``code.pure_ev``), built once per code object and
+    kept in ``code.pure_run``.
+
+    It evaluates the expression on one frame kept for the code object, its slots set to
+    ``[*args, *captures, padding]`` for the call (missing arguments are nil, surplus ones
+    dropped) and put back afterwards, so a nested use of the same code (a builtin inside the
+    expression running Harn code synchronously) leaves the outer evaluation's frame intact.
+    The expression cannot suspend, so nothing snapshot-worthy happens inside it. An error
+    gets the closure's trace entry here, as its frame's unwind would have added it."""
+    run = code.pure_run
+    if run is not None:
+        return run
+    ev = code.pure_ev
+    n = code.nparams
+    tail = (None,) * (code.nslots - n - len(code.capture_names))
+    fr = Frame(code, [], None)
+
+    def evaluate(caps: list[Any], thread: Any, *args: Any) -> Any:
+        if len(args) != n:
+            args = (args + (None,) * n)[:n]
+        saved = fr.slots
+        saved_thread = fr.thread
+        fr.slots = [*args, *caps, *tail]
+        fr.thread = thread
+        try:
+            return ev(fr)
+        except HarnError as err:
+            at = err.at
+            err.at = None
+            if at is None:
+                line, col = code.line_at(0)
+                at = (line, col, 0)
+            err.trace.append(TraceEntry(code.name, code.module.path, *at))
+            raise
+        finally:
+            fr.slots = saved
+            fr.thread = saved_thread
+
+    code.pure_run = evaluate
+    return evaluate
+
+
 def fast_function(f: Any) -> Any:
     """A direct Python callable ``call(thread, *args)`` for a closure whose body is a single
-    call-free expression (``{ x -> x * 2 }``), or None.
+    call-free expression (``{ x -> x * 2 }``), or None (see :func:`pure_runner`).
 
     Callback builtins use it to evaluate such callbacks without a frame switch per item;
     the expression cannot suspend, so nothing snapshot-worthy happens inside it.
@@ -116,34 +161,11 @@ def fast_function(f: Any) -> Any:
     if fast is not None:
         return fast
     code = f.code
-    ev = code.pure_ev
-    if ev is None or f.bound_self is not None:
+    if code.pure_ev is None or f.bound_self is not None:
         return None
-    caps = f.captures
-    n = code.nparams
-    tail = [None] * (code.nslots - n - len(caps))
-    fr = Frame(code, [], None)
-
-    def call(thread: Any, *args: Any) -> Any:
-        if len(args) != n:
-            args = (args + (None,) * n)[:n]
-        fr.slots = [*args, *caps, *tail]
-        fr.thread = thread
-        try:
-            return ev(fr)
-        except HarnError as err:
-            # No frame of its own: record the closure's trace entry here, as its frame's
-            # unwind would have (the caller's entry follows).
-            at = err.at
-            err.at = None
-            if at is None:
-                line, col = code.line_at(0)
-                at = (line, col, 0)
-            err.trace.append(TraceEntry(code.name, code.module.path, *at))
-            raise
-
-    f.fast = call
-    return call
+    fast = partial(pure_runner(code), f.captures)
+    f.fast = fast
+    return fast
 
 
 # -------------------------------------------------------------------- calls
@@ -248,6 +270,15 @@ def resume_native(nf: NativeFrame) -> int:
                 and len(args) == code.nparams
                 and callee.bound_self is None
             ):
+                if code.pure_ev is not None:
+                    # A call-free expression body: evaluated here (it cannot suspend); its
+                    # result or error goes back into the builtin as a frame's would.
+                    run = code.pure_run or pure_runner(code)
+                    try:
+                        nf.pending = run(callee.captures, nf.thread, *args)
+                    except HarnError as exc:
+                        nf.pending_exc = exc
+                    return SWITCH
                 th = nf.thread
                 if th.depth >= th.max_depth:
                     raise stack_overflow()

@@ -105,6 +105,7 @@ class CodeObject:
         "defer_discard",
         "defer_trampoline",
         "pure_ev",
+        "pure_run",
         "call_pad",
     )
 
@@ -134,6 +135,9 @@ class CodeObject:
         #: For a closure whose body is one call-free expression: that expression's ev, so
         #: callback builtins (``map``, ``filter``...) may evaluate it without a frame switch.
         self.pure_ev: Any = None
+        #: Built on first use from ``pure_ev`` (:func:`harnpy.runtime.calls.pure_runner`):
+        #: ``pure_run(captures, thread, *args)`` evaluates the body for one closure's captures.
+        self.pure_run: Any = None
         #: Set by the assembler for a plain function (no defaults, rest parameter, parameter
         #: checks; not a generator): the ``None`` slots after its parameters and captures, so
         #: a call with exactly ``nparams`` arguments builds its slot list in one step. None

@@ -405,9 +405,10 @@ def call_instr(
     arithmetic on slots inline, see :func:`inline_value`) before the depth check, as in the
     generic call. A closure whose body is one call-free expression (``code.pure_ev``)
     runs inline, as callback builtins run it (:func:`~harnpy.runtime.calls.fast_function`):
-    it cannot call, block or park, so no frame and no snapshot point is skipped. None for
+    it cannot call, block or park, so no frame and no snapshot point is skipped
+    (:func:`~harnpy.runtime.calls.pure_runner`). None for
     more than 3 arguments."""
-    from harnpy.runtime.calls import fast_function, stack_overflow
+    from harnpy.runtime.calls import pure_runner, stack_overflow
     from harnpy.runtime.code import SWITCH
     from harnpy.runtime.values import Closure
 
@@ -430,10 +431,10 @@ def call_instr(
         "            pad = code.call_pad\n"
         f"            if pad is not None and code.nparams == {n} and callee.bound_self is None:\n"
         "                if code.pure_ev is not None:\n"
-        "                    fast = callee.fast\n"
-        "                    if fast is None:\n"
-        "                        fast = fast_function(callee)\n"
-        f"                    f.slots[target] = fast(f.thread, {xs.rstrip(', ')})\n"
+        "                    run = code.pure_run\n"
+        "                    if run is None:\n"
+        "                        run = pure_runner(code)\n"
+        f"                    f.slots[target] = run(callee.captures, f.thread, {xs.rstrip(', ')})\n"
         "                    return nxt\n"
         "                th = f.thread\n"
         "                if th.depth >= th.max_depth:\n"
@@ -454,7 +455,7 @@ def call_instr(
         f"        return slow_call(f, callee, [{xs.rstrip(', ')}], target, nxt)\n"
     )
     common = ["target", "nxt", "slow_call", "Closure", "Frame", "SWITCH", "new", "MIN", "MAX"]
-    params = [*args, *common, "stack_overflow", "fast_function"]
+    params = [*args, *common, "stack_overflow", "pure_runner"]
     make = _factory(("call", callee_kind, *kinds), body, params)
     args.update(
         target=target,
@@ -467,7 +468,7 @@ def call_instr(
         MIN=_MIN,
         MAX=_MAX,
         stack_overflow=stack_overflow,
-        fast_function=fast_function,
+        pure_runner=pure_runner,
     )
     instr: Callable[[Frame], int] = make(**args)
     return instr

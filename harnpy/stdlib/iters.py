@@ -762,6 +762,15 @@ def iter__reduce(thread: Any, v: Any, init: Any = None, f: Any = None) -> Gen:
     _need_callable("reduce", f)
     it = make_iter(v)
     acc = init
+    fast = fast_function(f)
+    if fast is not None:
+        items = _fast_iter(it, thread)
+        if items is not None:
+            # an expression callback over map/filter stages of expression callbacks: the
+            # same calls in the same order, without a native-frame round trip per item
+            for x in items:
+                acc = fast(thread, acc, x)
+            return acc
     while True:
         ok, x = yield from iter_pull(it, thread)
         if not ok:

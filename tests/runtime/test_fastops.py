@@ -222,3 +222,32 @@ println(try { add(1, "x") })
         "[9223372036854775806, -2, , -9223372036854775808, !]",
         "Result.Err(Type error: Cannot add int and string)",
     ]
+
+
+def test_expression_callbacks_run_inline_keep_errors_and_nesting() -> None:
+    """Expression closures called by builtins (`reduce` over lazy stages, `sort_by`) and by
+    call instructions run without a frame of their own: results, the error with the
+    closure's trace entry, and a nested use of the same closure are as with frames."""
+    src = """
+let add = { acc, v -> acc + v }
+let ys = range(10).map({ x -> x * 2 }).filter({ v -> v % 3 == 0 })
+println(ys.reduce(0, add))
+println([3, 1, 2].reduce(0, add))
+println(iter([1, 2]).map({ x -> x + 1 }).reduce(100, add))
+let lazy = range(3).map({ x -> add(x, 1) })
+println(add(len(lazy), 10))
+fn bad() {
+  return [1, 2].reduce(0, { acc, v -> acc + nil })
+}
+println(try { bad() })
+"""
+    assert run(src).splitlines() == [
+        "36",
+        "6",
+        "105",
+        "13",
+        "Result.Err(Type error: Cannot add int and nil)",
+    ]
+    with pytest.raises(HarnError) as info:
+        run("let f = { acc, v -> acc - nil }\nprintln([1].reduce(0, f))\n")
+    assert [t.function for t in info.value.trace][:1] == ["<closure>"]
