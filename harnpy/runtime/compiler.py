@@ -1000,7 +1000,7 @@ class Compiler:
         self.block(st.body)
         b.loops.pop()
         b.span = st.span
-        b.emit(I.op_loop_back, top, nxt=False)
+        b.emit(I.op_for_back, it_slot, var_slot, end, top, body, nxt=False)
         b.pop_scope()
         b.place(end)
 

@@ -611,6 +611,29 @@ def op_for_next(it_slot: int, var_slot: int, end: int, gen_pc: int, nxt: int) ->
     return instr
 
 
+def op_for_back(it_slot: int, var_slot: int, end: int, top: int, body: int) -> Instr:
+    """Back-edge of a ``for`` loop: notice an interrupt (as :func:`op_loop_back`), then take
+    the next item of a plain iterator itself and jump straight into the body (``end`` when
+    exhausted), as the loop's ``op_for_next`` at ``top`` followed by its jump would; any
+    other iterable (a generator, an iter with stages, a channel) goes back to ``top``."""
+
+    def instr(f: Frame) -> int:
+        if f.thread.interrupt_requested:
+            f.thread.raise_interrupt()
+        s = f.slots
+        try:
+            v = next(s[it_slot], _END)
+        except TypeError:
+            return top
+        if v is _END:
+            s[it_slot] = None
+            return end
+        s[var_slot] = v
+        return body
+
+    return instr
+
+
 def _for_next_slow(f: Frame, it: Any, var_slot: int, end: int, nxt: int, gen_pc: int) -> int:
     t = type(it)
     if t is Generator:

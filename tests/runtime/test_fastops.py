@@ -251,3 +251,30 @@ println(try { bad() })
     with pytest.raises(HarnError) as info:
         run("let f = { acc, v -> acc - nil }\nprintln([1].reduce(0, f))\n")
     assert [t.function for t in info.value.trace][:1] == ["<closure>"]
+
+
+def test_for_loop_back_edges_step_every_kind_of_iterable() -> None:
+    """The back-edge of a `for` takes the next item of a plain list or range itself;
+    generators, lazy iters, channels, patterns, `continue` and `break` still loop alike."""
+    src = """
+fn gen() {
+  yield 1
+  yield 2
+}
+var out = []
+for x in [1, 2, 3] { out = out + [x] }
+for x in range(2) { if x == 0 { continue }
+  out = out + [x] }
+for g in gen() { out = out + [g * 10] }
+for m in iter([4, 5]).map({ v -> v + 1 }) { out = out + [m] }
+for [a, b] in [[1, 2], [3, 4]] { out = out + [a + b] }
+for x in range(100) { if x == 2 { break }
+  out = out + [x] }
+let ch = channel("c", 3)
+send(ch, 7)
+send(ch, 8)
+close_channel(ch)
+for v in ch { out = out + [v] }
+println(out)
+"""
+    assert run(src) == "[1, 2, 3, 1, 10, 20, 5, 6, 3, 7, 0, 1, 7, 8]\n"
