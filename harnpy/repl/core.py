@@ -342,9 +342,14 @@ class ReplCore:
         if not self._need(path, "a file name", ":load"):
             return False
         full = os.path.abspath(os.path.expanduser(path))
+        from harnpy.runtime.modules import read_source
+        from harnpy.security import ReadRefused
+
         try:
-            with open(full, encoding="utf-8") as fh:
-                source = fh.read()
+            source = read_source(full)  # capped, regular files only (a device is not read)
+        except ReadRefused as e:
+            self.error(e.message.replace(full, path, 1))
+            return False
         except OSError as e:
             self.error(f"cannot read {path}: {e.strerror or e}")
             return False

@@ -26,12 +26,16 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
-def harnpy_limited(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def harnpy_limited(
+    *args: str, cwd: Path, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m harnpy ARGS`` with a 2 GiB address-space limit."""
     env = {k: v for k, v in os.environ.items() if k != "HARNPY_DEBUG"}
     return subprocess.run(
         [sys.executable, "-m", "harnpy", *args],
         cwd=cwd,
         env=env,
+        input=input,
         capture_output=True,
         text=True,
         timeout=60,
