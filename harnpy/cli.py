@@ -88,6 +88,12 @@ SCRIPT_ARG_COMMANDS = frozenset({"run"})
 #: ``--help``) builds the whole parser, which imports the worker and store command modules.
 _OWN_COMMANDS = frozenset({"run", "check", "test", "doc", "repl"})
 
+#: Commands whose parser is built alone (:func:`build_parser` ``only``): a run of one of them
+#: imports only its own command module.
+_SINGLE_COMMANDS = frozenset(
+    {"run", "check", "fmt", "lint", "test", "doc", "waitpoint", "repl", "serve", "runs"}
+)
+
 
 def _positive_int(text: str) -> int:
     """An argparse ``type``: a whole number of at least 1 (``--max-depth 0`` is refused)."""
@@ -100,12 +106,14 @@ def _positive_int(text: str) -> int:
     return n
 
 
-def build_parser(full: bool = True) -> argparse.ArgumentParser:
+def build_parser(full: bool = True, only: str | None = None) -> argparse.ArgumentParser:
     """The argparse parser of every subcommand: ``run``, ``check``, ``test``, ``repl`` and the
     worker commands of :mod:`harnpy.lifecycle.triggers.cli`.
 
     ``full=False`` leaves out the worker and store commands (and their imports: the store
-    package is not loaded by a plain ``harnpy run``).
+    package is not loaded by a plain ``harnpy run``). ``only`` (a command of
+    :data:`_SINGLE_COMMANDS`) builds that subcommand's group alone, so that ``harnpy run``
+    imports neither the tooling nor the serve and waitpoint command modules (start-up).
 
     A subcommand sets its handler with ``set_defaults(handler=fn)``: :func:`main` calls
     ``fn(args)`` and returns its exit code. A subcommand in :data:`SCRIPT_ARG_COMMANDS` gets
@@ -116,6 +124,42 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"harnpy {_version()}")
     sub = p.add_subparsers(dest="command", parser_class=HarnpyParser)
 
+    def want(*names: str) -> bool:
+        return only is None or only in names
+
+    if want("run"):
+        _add_run(sub)
+    if want("check", "fmt", "lint"):
+        from harnpy.tooling import add_subparsers as add_tooling_subparsers
+
+        add_tooling_subparsers(sub)  # check, fmt, lint
+    if want("test", "doc"):
+        _add_test_doc(sub)
+    if want("waitpoint"):
+        from harnpy.lifecycle.waitpoints.cli import add_subparsers as add_waitpoint_subparsers
+
+        add_waitpoint_subparsers(sub)
+    if want("repl"):
+        repl = sub.add_parser("repl", help="interactive session")
+        repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
+        repl.set_defaults(handler=_cmd_repl)
+    if want("serve", "runs"):
+        from harnpy.serve.cli import add_subparsers as add_serve_subparsers
+
+        add_serve_subparsers(sub)
+
+    if not full or only is not None:
+        return p
+    from harnpy.lifecycle.triggers.cli import add_subparsers as add_worker_subparsers
+
+    add_worker_subparsers(sub)
+    from harnpy.store.cli import add_subparsers as add_store_subparsers
+
+    add_store_subparsers(sub)
+    return p
+
+
+def _add_run(sub: Any) -> None:
     run = sub.add_parser(
         "run",
         help="run a .harn file (or -e CODE, or --resume SNAPSHOT)",
@@ -153,10 +197,8 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=cmd_run, args=[])
 
-    from harnpy.tooling import add_subparsers as add_tooling_subparsers
 
-    add_tooling_subparsers(sub)  # check, fmt, lint
-
+def _add_test_doc(sub: Any) -> None:
     test = sub.add_parser(
         "test",
         help="run a project's tests (or: test conformance DIR)",
@@ -183,27 +225,6 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     )
     doc.add_argument("name", metavar="NAME")
     doc.set_defaults(handler=_cmd_doc)
-
-    from harnpy.lifecycle.waitpoints.cli import add_subparsers as add_waitpoint_subparsers
-
-    add_waitpoint_subparsers(sub)
-
-    repl = sub.add_parser("repl", help="interactive session")
-    repl.add_argument("--strict", action="store_true", help="exit 1 if any entry failed")
-    repl.set_defaults(handler=_cmd_repl)
-    from harnpy.serve.cli import add_subparsers as add_serve_subparsers
-
-    add_serve_subparsers(sub)
-
-    if not full:
-        return p
-    from harnpy.lifecycle.triggers.cli import add_subparsers as add_worker_subparsers
-
-    add_worker_subparsers(sub)
-    from harnpy.store.cli import add_subparsers as add_store_subparsers
-
-    add_store_subparsers(sub)
-    return p
 
 
 def split_script_args(
@@ -339,7 +360,10 @@ def main(argv: list[str] | None = None) -> int:
 def _dispatch(argv: list[str] | None) -> int:
     tokens = list(sys.argv[1:] if argv is None else argv)
     command = next((tok for tok in tokens if not tok.startswith("-")), None)
-    parser = build_parser(full=command not in _OWN_COMMANDS)
+    parser = build_parser(
+        full=command not in _OWN_COMMANDS,
+        only=command if command in _SINGLE_COMMANDS else None,
+    )
     own, script_args = split_script_args(tokens, parser)
     args, unknown = parser.parse_known_args(own)
     if unknown:

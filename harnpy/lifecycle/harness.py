@@ -9,8 +9,10 @@ dispatches through the evaluator's ordinary method-call path (control and callba
 keep their calling protocol) and the value snapshots by builtin name. ``type_of(harness)``
 is ``"struct"``.
 
-Pipelines receive it for a parameter named ``harness`` (:func:`pipeline_argument`); it is
-also the global ``harness`` (a runtime constant). Builtins that accept the harness-first
+Pipelines receive it for a parameter named ``harness``; it is also the global ``harness`` (a
+runtime constant). Both are bound through :func:`harness_value`, which
+:func:`harnpy.stdlib.load_core` declares to the runtime (a program that never names the
+Harness does not import this module). Builtins that accept the harness-first
 form drop a leading Harness or member argument (:func:`harnpy.lifecycle._common.
 strip_harness`). A member whose builtin does not exist in this build raises
 ``harness.<group>.<name> is not available in harnpy`` when called.
@@ -182,19 +184,6 @@ def harness_value(runtime: Any) -> StructValue:
     return svc.harness  # type: ignore[no-any-return]
 
 
-def install(runtime: Any) -> None:
-    """Bind the global ``harness`` (a runtime constant shadowed by any user name)."""
-    runtime.constants["harness"] = harness_value(runtime)
-
-
-def pipeline_argument(runtime: Any, name: str) -> Any:
-    """The value a pipeline parameter gets: the Harness for ``harness`` (any case), else
-    nil."""
-    if name.lower() == "harness":
-        return harness_value(runtime)
-    return None
-
-
 # ----------------------------------------------------------------- member builtins
 
 
@@ -289,10 +278,3 @@ def is_harness_(thread: Any, v: Any = None) -> bool:
     """``__is_harness(v)``: true for the Harness or one of its members (for std wrappers
     that accept the harness-first form)."""
     return type(v) is StructValue and v.name in HARNESS_STRUCTS
-
-
-# Plug the Harness into every Runtime (harnpy.runtime knows nothing of this layer).
-from harnpy.runtime import extensions as _extensions  # noqa: E402
-
-_extensions.RUNTIME_INIT.append(install)
-_extensions.PIPELINE_ARGUMENT.append(pipeline_argument)

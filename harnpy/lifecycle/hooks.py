@@ -570,3 +570,8 @@ __all__ = [
     "registry",
     "track_detached",
 ]
+
+
+# The finish lifecycle (a PROGRAM_FINISH hook) runs the advisory hook threads still queued
+# here (drain_detached); builtin modules load lazily, so importing this one registers it.
+import harnpy.lifecycle.pipeline_lifecycle  # noqa: E402, F401

@@ -11,7 +11,11 @@ builtin registers itself in the registry. Filled once at import time, never chan
   point returned (e.g. ``pipeline_on_finish`` callbacks), in registration order;
 * ``RUNTIME_STATE``: named runtime-state providers (:class:`StateProvider`, registered with
   :func:`register_state`): state a stdlib module keeps on the runtime (mock clock, log
-  level, shared cells...) that program snapshots carry under ``doc["runtime_state"]``.
+  level, shared cells...) that program snapshots carry under ``doc["runtime_state"]``;
+* ``LAZY_STATE``: provider name -> the module that registers it, for modules not imported
+  yet (builtin modules load on first use): :func:`state_provider` imports it on demand;
+* ``LAZY_CONSTANTS``: global constants computed on first use, ``name -> fn(runtime)``
+  (``harness``): the runtime's constant table binds the value when a program first reads it.
 """
 
 from __future__ import annotations
@@ -48,6 +52,25 @@ class StateProvider(NamedTuple):
 
 #: Runtime-state providers by name, in registration order.
 RUNTIME_STATE: dict[str, StateProvider] = {}
+
+#: Providers of modules not imported yet: name -> module (declared by the builtin registry).
+LAZY_STATE: dict[str, str] = {}
+
+#: Global constants computed on first use: name -> ``fn(runtime) -> value``.
+LAZY_CONSTANTS: dict[str, Callable[[Any], Any]] = {}
+
+
+def state_provider(name: str) -> StateProvider | None:
+    """The runtime-state provider ``name``, importing the module that registers it when it
+    is declared in :data:`LAZY_STATE` and not loaded yet; None when no module provides it.
+    Only the providers of imported modules save state: a module never imported keeps none."""
+    provider = RUNTIME_STATE.get(name)
+    if provider is None and name in LAZY_STATE:
+        import importlib
+
+        importlib.import_module(LAZY_STATE[name])
+        provider = RUNTIME_STATE.get(name)
+    return provider
 
 
 def register_state(

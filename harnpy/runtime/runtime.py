@@ -12,7 +12,7 @@ it as ``thread.runtime``. Loading and running a program:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,44 @@ CONTROL_BUILTINS = frozenset(
 )
 
 
+class Constants(dict[str, Any]):
+    """The global constants of one runtime (``pi``, ``e``, ``harness``...): a dict that also
+    holds the names of :data:`harnpy.runtime.extensions.LAZY_CONSTANTS`, whose values are
+    computed (``fn(runtime)``) and kept when first read. Keys and ``in`` include them."""
+
+    def __init__(self, runtime: Any) -> None:
+        super().__init__()
+        self._runtime = runtime
+
+    def __missing__(self, name: str) -> Any:
+        from harnpy.runtime.extensions import LAZY_CONSTANTS
+
+        make = LAZY_CONSTANTS.get(name)
+        if make is None:
+            raise KeyError(name)
+        value = self[name] = make(self._runtime)
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        """``self[name]`` (computing a lazy constant), or ``default``."""
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        from harnpy.runtime.extensions import LAZY_CONSTANTS
+
+        return dict.__contains__(self, name) or name in LAZY_CONSTANTS
+
+    def __iter__(self) -> Iterator[str]:
+        from harnpy.runtime.extensions import LAZY_CONSTANTS
+
+        return iter(
+            [*dict.keys(self), *(n for n in LAZY_CONSTANTS if not dict.__contains__(self, n))]
+        )
+
+
 class Runtime:
     """Shared services of one interpreter session (see module docstring).
 
@@ -56,12 +94,14 @@ class Runtime:
         stderr: Callable[[str], Any] | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
-        from harnpy.stdlib import load_all
+        from harnpy.stdlib import load_core
         from harnpy.stdlib.registry import BUILTINS
 
-        load_all()
+        load_core()
+        #: Every builtin; the lazy registry imports a module on first lookup of one of its
+        #: builtins (:class:`harnpy.stdlib.registry.BuiltinTable`).
         self.builtins: dict[str, Builtin] = BUILTINS
-        self.constants: dict[str, Any] = {}
+        self.constants: dict[str, Any] = Constants(self)
         try:
             from harnpy.stdlib.mathlib import GLOBAL_CONSTANTS
 
@@ -71,9 +111,7 @@ class Runtime:
 
             self.constants.update({"pi": math.pi, "e": math.e})
         self.pure_builtins = {
-            n
-            for n, b in BUILTINS.items()
-            if not b.callback and not b.control and n not in CONTROL_BUILTINS
+            n for n in BUILTINS if n not in CONTROL_BUILTINS and BUILTINS.is_pure(n)
         }
         from harnpy.stdlib.fs import clean_text
 

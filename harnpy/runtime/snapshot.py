@@ -1651,14 +1651,14 @@ def _load_runtime_state(doc: dict[str, Any], thread: Any, d: _Decoder) -> list[A
     """Decode and check every runtime-state section of ``doc``; returns the providers'
     ``apply`` callables (nothing is applied here). Raises SnapshotError: E404 for a damaged
     section, E406 for a section no provider of this harnpy owns."""
-    from harnpy.runtime.extensions import RUNTIME_STATE
+    from harnpy.runtime.extensions import state_provider
 
     sections = doc.get("runtime_state") or {}
     if type(sections) is not dict:
         raise SnapshotError("the runtime state in the snapshot is not a dict", "E404")
     applies = []
     for name, raw in sections.items():
-        provider = RUNTIME_STATE.get(name)
+        provider = state_provider(name)
         if provider is None:
             raise SnapshotError(
                 f"the snapshot carries runtime state {name!r} that this harnpy does not know; "

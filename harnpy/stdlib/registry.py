@@ -1,8 +1,18 @@
 """The one registry of builtins and methods.
 
 ``@builtin`` adds a function to the global universe (``BUILTINS``); ``@method`` adds it to a
-per-type method table (``METHODS[type_name][method_name]``). Both tables are filled once, at
-import time of the ``harnpy.stdlib`` modules, and never change afterwards.
+per-type method table (``METHODS[type_name][method_name]``). Both tables are filled at
+import time of the ``harnpy.stdlib`` modules (and the lifecycle layer's builtin providers).
+
+Builtins load lazily (start-up, issue 15): ``BUILTINS`` knows every builtin's name from the
+generated index :mod:`harnpy.stdlib._index` (name -> the module whose import registers it,
+with its call flags), so ``name in BUILTINS``, iteration and ``len`` see every builtin, but
+a module is imported only when one of its builtins is looked up (``BUILTINS[name]``,
+``BUILTINS.get(name)``: the compiler does so when it compiles a reference to the name, a
+restore when it decodes one) or when everything is asked for (``items()``, ``values()``).
+The modules that register methods or runtime hooks are imported eagerly
+(:func:`harnpy.stdlib.load_core`). ``python -m harnpy.stdlib.indexgen`` rewrites the index;
+``tests/stdlib/test_lazy_index.py`` checks it against the real registrations.
 
 Calling convention (all builtins):
 
@@ -27,16 +37,125 @@ Calling convention (all builtins):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import importlib
+from collections.abc import Callable, Iterable, Iterator
 from types import CodeType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harnpy.runtime.errors import HarnRuntimeError, plain_error
 from harnpy.runtime.values import Builtin
 
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-BUILTINS: dict[str, Builtin] = {}
+#: ``flags`` bits of an index entry.
+CALLBACK = 1
+CONTROL = 2
+
+
+class BuiltinTable(dict[str, Builtin]):
+    """The global builtin universe: a dict of the builtins registered so far, which also
+    answers for the builtins of modules not imported yet (see the module docstring).
+
+    The dict itself holds the loaded builtins (``@builtin`` and item assignment write it);
+    a lookup of a name it lacks imports the module the index names and reads again. Keys,
+    ``in`` and ``len`` cover the index too; ``keys()``, ``items()`` and ``values()`` import
+    every indexed module first.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._index: dict[str, tuple[int, int]] | None = None
+        self._modules: tuple[str, ...] = ()
+
+    def index(self) -> dict[str, tuple[int, int]]:
+        """The generated index: name -> ``(module number, flags)`` (a position in
+        ``_index.MODULES``; flags :data:`CALLBACK`, :data:`CONTROL`), loaded on first use."""
+        idx = self._index
+        if idx is None:
+            from harnpy.stdlib import _index
+
+            self._modules = _index.MODULES
+            idx = self._index = _index.BUILTINS
+        return idx
+
+    def module_of(self, name: str) -> str | None:
+        """The module whose import registers builtin ``name``, or None when the index does
+        not know the name."""
+        entry = self.index().get(name)
+        return self._modules[entry[0]] if entry is not None else None
+
+    def __missing__(self, name: str) -> Builtin:
+        module = self.module_of(name)
+        if module is None:
+            raise KeyError(name)
+        importlib.import_module(module)
+        try:
+            return dict.__getitem__(self, name)
+        except KeyError:
+            raise RuntimeError(
+                f"builtin {name!r}: the index names {module}, which does not register it "
+                "(run `python -m harnpy.stdlib.indexgen`)"
+            ) from None
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        """``self[name]`` (importing its module when needed), or ``default``."""
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or name in self.index()
+
+    def __iter__(self) -> Iterator[str]:
+        names = list(self.index())
+        names += [n for n in dict.keys(self) if n not in self._index]  # type: ignore[operator]
+        return iter(names)
+
+    def __len__(self) -> int:
+        idx = self.index()
+        return len(idx) + sum(1 for n in dict.keys(self) if n not in idx)
+
+    def load_everything(self) -> None:
+        """Import every module the index names (what ``keys()``, ``items()`` and
+        ``values()`` do first)."""
+        self.index()
+        for module in self._modules:
+            importlib.import_module(module)
+
+    def keys(self) -> dict_keys[str, Builtin]:
+        """Every builtin name (every indexed module imported first)."""
+        self.load_everything()
+        return dict.keys(self)
+
+    def items(self) -> dict_items[str, Builtin]:
+        """Every ``(name, Builtin)`` (every indexed module imported first)."""
+        self.load_everything()
+        return dict.items(self)
+
+    def values(self) -> dict_values[str, Builtin]:
+        """Every Builtin (every indexed module imported first)."""
+        self.load_everything()
+        return dict.values(self)
+
+    def registered(self, name: str) -> Builtin | None:
+        """The builtin ``name`` if its module is imported already (never imports)."""
+        return dict.get(self, name)
+
+    def is_pure(self, name: str) -> bool:
+        """Whether builtin ``name`` is neither a callback nor a control builtin, read from
+        the loaded builtin or else from the index (never imports)."""
+        b = dict.get(self, name)
+        if b is not None:
+            return not b.callback and not b.control
+        entry = self.index().get(name)
+        return entry is not None and not entry[1] & (CALLBACK | CONTROL)
+
+
+BUILTINS: BuiltinTable = BuiltinTable()
 METHODS: dict[str, dict[str, Builtin]] = {}
 
 #: Harn type names accepted by ``@method``.
@@ -143,7 +262,7 @@ def builtin(
             control=control,
         )
         for n in (harn_name, *aliases):
-            if n in BUILTINS:
+            if dict.__contains__(BUILTINS, n):
                 raise RuntimeError(f"builtin {n!r} registered twice")
             BUILTINS[n] = b if n == harn_name else _renamed(b, n)
         _remember(fn, harn_name)

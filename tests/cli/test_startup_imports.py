@@ -1,5 +1,8 @@
-"""Start-up stays lean: a plain ``harnpy run`` imports neither the store package (only the
-``store``/``worker`` commands need it) nor, once the parse is cached, Lark."""
+"""Start-up stays lean (issue 15): a plain ``harnpy run`` imports neither the store package
+(only the ``store``/``worker`` commands need it) nor, once the parse is cached, Lark; nor the
+builtin modules it does not use (the registry loads them lazily), so no pydantic, attrs /
+cattrs shapes, LLM layer, HTTP client, cron parser or database driver; nor the command
+modules of the other subcommands."""
 
 from __future__ import annotations
 
@@ -9,25 +12,53 @@ import subprocess
 import sys
 from pathlib import Path
 
+#: Modules a plain run must not import (prefixes: a package and its submodules).
+HEAVY = (
+    "harnpy.store",
+    "lark",
+    "pydantic",
+    "prompt_toolkit",
+    "croniter",
+    "httpx",
+    "openai",
+    "anthropic",
+    "psycopg",
+    "psycopg_pool",
+    "attr",
+    "cattrs",
+    "harnpy.llm",
+    "harnpy.lifecycle.agents",
+    "harnpy.lifecycle.triggers.cli",
+    "harnpy.lifecycle.waitpoints",
+    "harnpy.serve",
+    "harnpy.tooling",
+    "harnpy.repl",
+)
+
 PROBE = (
-    "import sys\n"
+    "import json, sys\n"
     "from harnpy.cli import main\n"
-    "rc = main(['run', '-e', 'println(1 + 1)'])\n"
-    "heavy = ('harnpy.store', 'lark', 'pydantic', 'prompt_toolkit', 'croniter', 'openai',"
-    " 'anthropic', 'harnpy.lifecycle.triggers.cli')\n"
-    "print(__import__('json').dumps({'rc': rc, 'loaded': [m for m in heavy if m in sys.modules]}))\n"
+    "rc = main(['run', '-e', sys.argv[1]])\n"
+    "heavy = json.loads(sys.argv[2])\n"
+    "loaded = sorted({h for h in heavy for m in sys.modules if m == h or m.startswith(h + '.')})\n"
+    "print(json.dumps({'rc': rc, 'loaded': loaded}))\n"
 )
 
 
-def _probe(cache: Path) -> dict[str, object]:
+def _probe(cache: Path, code: str = "println(1 + 1)") -> dict[str, object]:
     env = {**os.environ, "HARNPY_CACHE_DIR": str(cache)}
     env.pop("HARNPY_NO_CACHE", None)
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", PROBE, code, json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
-    assert out[0] == "2"
+    if code == "println(1 + 1)":
+        assert out[0] == "2"
     result: dict[str, object] = json.loads(out[-1])
     return result
 
@@ -40,6 +71,22 @@ def test_plain_run_skips_the_store_and_a_cached_parse_skips_lark(tmp_path: Path)
     assert first["loaded"] == ["lark"]  # a cold parse needs the parser, nothing else heavy
     second = _probe(cache)
     assert second == {"rc": 0, "loaded": []}
+
+
+def test_run_nil_on_a_warm_cache_imports_nothing_heavy(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    _probe(cache, "nil")
+    assert _probe(cache, "nil") == {"rc": 0, "loaded": []}
+
+
+def test_a_builtin_loads_its_module_when_the_program_uses_it(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    # llm_providers lives in the lifecycle layer (harnpy.llm's catalog): used, it loads
+    result = _probe(cache, 'println(contains(llm_providers(), "mock"))')
+    assert result["rc"] == 0
+    assert "harnpy.llm" in result["loaded"]  # type: ignore[operator]
 
 
 def test_store_commands_still_parse(tmp_path: Path) -> None:
