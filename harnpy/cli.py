@@ -63,9 +63,38 @@ class HarnpyParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """``--help`` text that ends each option's help with ``(default: X)`` when the option has
     a default worth showing (not None, False or an empty list)."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        # argparse asks shutil for the terminal width, importing it (and bz2, lzma...) on
+        # every run: the parser builds formatters to check each option; same rule here
+        # (COLUMNS, else the terminal of stdout, else 80), minus the 2 columns argparse
+        # leaves.
+        if width is None:
+            width = _terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
@@ -769,14 +798,14 @@ def check_diagnostics(path: str) -> list[Diagnostic] | None:
     and, when they hold no error, the errors ``harnpy run`` would raise before running. None
     (after saying why on stderr) when the file cannot be read."""
     from harnpy.check import check_file
-    from harnpy.stdlib import load_all
+    from harnpy.stdlib import load_core
     from harnpy.stdlib.mathlib import GLOBAL_CONSTANTS
     from harnpy.stdlib.registry import BUILTINS
 
     src = _read_source(path, "check")
     if src is None:
         return None
-    load_all()
+    load_core()  # every builtin's name is known from the registry's index
     try:
         diags = check_file(os.path.abspath(path), src, set(BUILTINS) | set(GLOBAL_CONSTANTS))
     except RecursionError:

@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -69,25 +68,33 @@ def _safe_dir(directory: Path) -> bool:
 
 
 def cache_dirs() -> list[Path]:
-    """Usable cache directories, most preferred first (possibly empty); see the module
-    docstring for the order and the ownership rule."""
+    """The usable cache directory as a one-item list (empty when none is usable): the first
+    candidate that passes the ownership rule, in the order of the module docstring."""
     global _dirs
     env = os.environ
     setting = tuple(
         env.get(k, "") for k in ("HARNPY_NO_CACHE", "HARNPY_CACHE_DIR", "XDG_CACHE_HOME", "HOME")
     )
     if _dirs is None or _dirs[0] != setting:
-        candidates: list[Path] = []
-        explicit = env.get("HARNPY_CACHE_DIR")
-        if explicit:
-            candidates.append(Path(explicit))
-        else:
-            base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-            candidates.append(Path(base) / "harnpy")
-            uid = getattr(os, "getuid", lambda: "user")()
-            candidates.append(Path(tempfile.gettempdir()) / f"harnpy-cache-{uid}")
-        _dirs = (setting, [d for d in candidates if _safe_dir(d)] if enabled() else [])
+        _dirs = (setting, _first_safe_dir(env) if enabled() else [])
     return _dirs[1]
+
+
+def _first_safe_dir(env: Any) -> list[Path]:
+    """``[the first usable candidate]`` or ``[]``; the temp-directory fallback is looked at
+    (and :mod:`tempfile` imported) only when the preferred directory is not usable."""
+    explicit = env.get("HARNPY_CACHE_DIR")
+    if explicit:
+        return [Path(explicit)] if _safe_dir(Path(explicit)) else []
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    preferred = Path(base) / "harnpy"
+    if _safe_dir(preferred):
+        return [preferred]
+    import tempfile
+
+    uid = getattr(os, "getuid", lambda: "user")()
+    fallback = Path(tempfile.gettempdir()) / f"harnpy-cache-{uid}"
+    return [fallback] if _safe_dir(fallback) else []
 
 
 def syntax_fingerprint() -> str:
@@ -209,6 +216,8 @@ def store_module(source: str, path: str, module: ast.Module) -> None:
             separators=(",", ":"),
         )
         entry.parent.mkdir(mode=0o700, exist_ok=True)
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="ascii") as fh:
