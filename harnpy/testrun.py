@@ -90,13 +90,12 @@ def _test_pipelines(path: str) -> list[str]:
     """The names of the ``test_*`` pipelines a file declares (none when it does not parse:
     then the file is run as an ``error``-free program would be, and fails with its syntax
     error only if it is a case)."""
-    from harnpy.runtime.modules import _unwrap
+    from harnpy.runtime.modules import _unwrap, read_source
     from harnpy.syntax import HarnSyntaxError, parse
     from harnpy.syntax import ast as A
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            source = fh.read()
+        source = read_source(path)  # capped, regular files only: a FIFO is not waited on
     except (OSError, UnicodeDecodeError):
         return []
     if "test_" not in source:
@@ -153,16 +152,19 @@ def run_one(case: Case, timeout: float) -> Outcome:
     if case.kind == "skip":
         return Outcome(case.name, file, case.kind, "skipped", "skip file beside it")
     start = time.perf_counter()
+    from harnpy.runtime.modules import MAX_SOURCE_BYTES, read_source
+    from harnpy.security import ReadRefused, read_capped
+
     try:
-        with open(case.path, encoding="utf-8") as fh:
-            source = fh.read()
+        source = read_source(case.path)  # capped, regular files only (as harnpy run)
         want = ""
         if case.kind in ("expected", "error"):
             side = case.path[: -len(".harn")] + (
                 ".expected" if case.kind == "expected" else ".error"
             )
-            with open(side, encoding="utf-8", errors="replace") as fh:
-                want = fh.read()
+            want = read_capped(side, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
+    except ReadRefused as e:
+        return Outcome(case.name, file, case.kind, "failed", f"cannot read the test: {e.message}")
     except (OSError, UnicodeDecodeError) as e:
         return Outcome(case.name, file, case.kind, "failed", f"cannot read the test: {e}")
     ex = execute(case.path, source, timeout, case.entry)
