@@ -48,7 +48,7 @@ import json
 import os
 from typing import Any
 
-from harnpy.lifecycle import loop_trace, text_tools, tool_hooks
+from harnpy.lifecycle import text_tools, tool_hooks
 from harnpy.lifecycle._common import (
     arg,
     error_text,
@@ -441,7 +441,6 @@ def apply_response(
             "tool_calls": len(calls),
         },
     )
-    loop_trace.llm_call(runtime, st, resp, iteration, len(calls))
     parts = st["text_parts"] + [resp.text] if resp.text else st["text_parts"]
     return _with_transcript(
         runtime,
@@ -692,7 +691,6 @@ def agent_tool_done(
             "content": content,
         },
     )
-    loop_trace.tool_done(rt, st, record, content)
     sink = run_event_sink(rt)
     if sink is not None:
         _report_tool_result(sink, prep, {**record, "content": content})
@@ -949,7 +947,6 @@ def agent_loop_result(thread: Any, st: Any = None) -> dict[str, Any]:
     rt = thread.runtime
     out = loop_result(rt, st)
     if st["suspension"] is None:
-        loop_trace.loop_complete(rt, st, out)
         report_root_outcome(thread, st, out)  # a failure says so on stderr (issue 14 §2)
     return out
 

@@ -21,8 +21,7 @@ Harn ``docs/src/llm/llm_call.md`` (``llm_call_structured`` and its variants) ove
   once the main call ended with malformed or schema-invalid JSON (never after a transport
   failure), one more call with the repair overrides asks the model to fix the raw text.
 * **agent_trace()**: the run's trace events, oldest first -- ``{type: "llm_call", ...}`` for
-  every model answer and ``{type: "schema_retry", ...}`` for every schema retry; the
-  events of ``agent_loop`` turns come from :mod:`harnpy.lifecycle.loop_trace`. Kept on the
+  every model answer and ``{type: "schema_retry", ...}`` for every schema retry. Kept on the
   runtime as snapshot data (runtime-state section ``agent_trace``).
 """
 
@@ -395,13 +394,7 @@ def agent_trace(thread: Any) -> list[dict[str, Any]]:
     ``{type: "schema_retry", call, attempt, errors, correction_prompt, nudge_used}`` for
     each schema retry (``attempt``: 1 for the first retry; ``errors``: the validation
     messages that caused it; ``correction_prompt``: the corrective user message, sent only
-    when ``nudge_used``). ``agent_loop`` turns add (each with the loop's ``session_id``)
-    ``llm_call`` (``call: "agent_loop"``, ``iteration``, ``cache_tokens``),
-    ``tool_execution {tool_name, tool_use_id, status, iteration}``, ``tool_rejected
-    {tool_name, tool_use_id, reason, iteration}``, ``context_compaction
-    {archived_messages, new_summary_len, iteration}`` and, when the loop finishes,
-    ``loop_complete {status, iterations, total_duration_ms, tools_used, successful_tools}``
-    (harnpy/lifecycle/loop_trace.py).
+    when ``nudge_used``).
     """
     return [dict(e) for e in _trace(thread.runtime)]
 

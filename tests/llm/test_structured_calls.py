@@ -236,40 +236,6 @@ def test_agent_trace_records_calls_and_retries(run) -> None:
     ]
 
 
-def test_agent_trace_records_agent_loop_turns(run) -> None:
-    out = run(
-        """
-tool probe(path: string) -> string {
-  description "Probe."
-  return "probed " + path
-}
-llm_mock({tool_calls: [{id: "c1", name: "probe", arguments: {path: "a"}},
-  {id: "c2", name: "nope", arguments: {}}]})
-llm_mock({tool_calls: [{id: "c3", name: "probe", arguments: {path: "b"}}]})
-llm_mock({text: "done"})
-let r = agent_loop("go", nil, {provider: "mock", tools: [probe], compact_threshold: 1,
-  compact_keep_last: 1, compaction: "truncate"})
-let t = agent_trace()
-println(t.map({ e -> e.type }))
-println([t[0].call, t[0].iteration, t[0].tool_calls, t[0].provider, t[0].session_id == r.session_id])
-println([t[1].tool_name, t[1].tool_use_id, t[1].status, t[1].iteration])
-println([t[2].tool_name, t[2].reason.contains("nope")])
-println([t[3].archived_messages > 0, t[3].new_summary_len > 0, t[3].iteration])
-let last = t[len(t) - 1]
-println([last.status, last.iterations, last.tools_used, last.successful_tools])
-"""
-    )
-    assert out == [
-        "[llm_call, tool_execution, tool_rejected, context_compaction, llm_call, "
-        "tool_execution, context_compaction, llm_call, loop_complete]",
-        "[agent_loop, 1, 2, mock, true]",
-        "[probe, c1, ok, 1]",
-        "[nope, true]",
-        "[true, true, 1]",
-        "[done, 3, [probe, nope], [probe]]",
-    ]
-
-
 def test_agent_trace_survives_a_program_snapshot(tmp_path: Path) -> None:
     prog = tmp_path / "prog.harn"
     prog.write_text(
