@@ -411,9 +411,11 @@ def test_restoring_a_program_snapshot_is_refused(tmp_path: Path) -> None:
     assert s.eval("mine").value == 5
 
 
-def test_a_changed_library_refuses_restore_and_keeps_the_session(
+def test_a_changed_library_restores_its_saved_code_or_refuses_and_keeps_the_session(
     session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import shutil
+
     lib = tmp_path / "lib.harn"
     lib.write_text("fn helper() { return 1 }\n")
     monkeypatch.chdir(tmp_path)
@@ -422,6 +424,12 @@ def test_a_changed_library_refuses_restore_and_keeps_the_session(
     snap = tmp_path / "s.json"
     session.save(str(snap))
     lib.write_text("fn helper() { return 2 }\n")
+    # :save stored the library's source beside the snapshot: the saved code runs
+    back = Session()
+    back.restore(str(snap))
+    assert back.eval("helper()").value == 1
+    # without the stored copy the changed library refuses the restore
+    shutil.rmtree(tmp_path / ".harn" / "sources")
     other = Session()
     other.eval("let still = 3")
     with pytest.raises(SnapshotError, match="changed"):
