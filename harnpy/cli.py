@@ -182,7 +182,7 @@ def build_parser(full: bool = True, only: str | None = None) -> argparse.Argumen
     from harnpy.lifecycle.triggers.cli import add_subparsers as add_worker_subparsers
 
     add_worker_subparsers(sub)
-    from harnpy.store.cli import add_subparsers as add_store_subparsers
+    from harnpy.store_cli import add_subparsers as add_store_subparsers
 
     add_store_subparsers(sub)
     return p
@@ -407,7 +407,7 @@ def _dispatch(argv: list[str] | None) -> int:
 
         return worker_main(args)
     if args.command == "store":
-        from harnpy.store.cli import main as store_main
+        from harnpy.store_cli import main as store_main
 
         return store_main(args)
     parser.print_help(sys.stderr)

@@ -33,7 +33,9 @@ def directory_for(path: str) -> tuple[DirectoryStore, str]:
     d, name = os.path.split(os.path.abspath(path))
     store = _DIRECTORIES.get(d)
     if store is None:
-        store = _DIRECTORIES[d] = DirectoryStore(d)
+        from harnpy.runtime.snapshot import open_document, seal_document
+
+        store = _DIRECTORIES[d] = DirectoryStore(d, open_body=open_document, seal=seal_document)
     return store, store.key_for(name)
 
 

@@ -298,7 +298,18 @@ def check_loop_states(top: Any) -> None:
                         f"the agent loop state in {fr.code.name} is damaged: {e}", "E404"
                     ) from None
                 from harnpy.llm.errors import LlmError
+                from harnpy.llm.options import build_request
                 from harnpy.llm.types import ToolSpec
+
+                # the options every turn builds its request from: checked as a turn would
+                opts = {k: x for k, x in v["llm_options"].items() if k != "messages"}
+                try:
+                    build_request("", None, opts, where="agent_loop")
+                except LlmError as e:
+                    raise SnapshotError(
+                        f"the agent loop state in {fr.code.name} is damaged: {e.message}",
+                        "E404",
+                    ) from None
 
                 for tool in v["tools"]:
                     try:

@@ -1332,8 +1332,15 @@ def _check_library_globals(m: Any, g: dict[str, Any]) -> None:
             continue  # an imported name (bound again after the restore) or a struct type
         if name not in g:
             raise _damaged(f"the globals of library {m.path} lack `{name}`")
-        if kind == "fn" and (g[name] is None or type(g[name]) in _NATIVE_TYPES):
-            # a function, struct type or tool declaration: never a plain scalar
+        v = g[name]
+        if kind == "fn" and (
+            v is None
+            or type(v) in _NATIVE_TYPES
+            or type(v) is list
+            or (type(v) is dict and v.get("_type") != "tool_registry")
+        ):
+            # a function, struct type or tool declaration (a tool registry): never a plain
+            # scalar, list or dict
             raise _damaged(f"`{name}` of library {m.path} is not a function")
         if kind == "fn" and type(g[name]) is Closure and g[name].bound_self is not None:
             raise _damaged(f"function `{name}` of library {m.path} is bound to a value")

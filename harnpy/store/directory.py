@@ -83,15 +83,18 @@ def _version_of(st: os.stat_result) -> int:
 
 
 def _default_open(body: bytes, what: str) -> Any:
-    from harnpy.runtime.snapshot import open_document
+    """Check the seal of ``body`` (:func:`harnpy.security.unseal`), then parse it."""
+    from harnpy.security import unseal
 
-    return open_document(body, what)
+    return json.loads(unseal(body, what))
 
 
 def _default_seal(doc: dict[str, Any]) -> bytes:
-    from harnpy.runtime.snapshot import seal_document
+    """``doc`` as compact JSON, sealed (:func:`harnpy.security.seal`)."""
+    from harnpy.security import seal
 
-    return seal_document(doc)
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return seal(text.encode("utf-8"))
 
 
 class DirectoryStore:
@@ -100,8 +103,9 @@ class DirectoryStore:
     id, or ``daemon`` for a daemon's ``daemon.json``): no ``/``, no leading ``.``.
 
     ``open_body(bytes, what) -> dict`` checks a body's seal and parses it, ``seal(dict) ->
-    bytes`` seals a document (defaults: :func:`harnpy.runtime.snapshot.open_document` /
-    :func:`~harnpy.runtime.snapshot.seal_document`); the backend reads a document's
+    bytes`` seals a document (defaults: the seal of :mod:`harnpy.security` over plain JSON;
+    the worker layer passes the snapshot module's ``open_document`` / ``seal_document``, so
+    its documents read and write exactly as every snapshot does); the backend reads a document's
     ``status``, ``park_id`` and ``owner`` and writes the ``running`` document of a claim.
 
     Raises (constructor):
