@@ -54,11 +54,13 @@ class SourcesMixin(SqlBase):
             )
         with self.txn() as c:
             now = c.now_ms()
-            if c.one("SELECT 1 FROM sources WHERE sha256 = ?", (sha256,)) is None:
-                c.run(
-                    "INSERT INTO sources (sha256, body, size, created_at_ms) VALUES (?, ?, ?, ?)",
-                    (sha256, body, len(body), now),
-                )
+            # content-addressed: two replicas storing the same source at once both succeed
+            # (a check-then-insert raced: "duplicate key" failed a run's first park)
+            c.run(
+                "INSERT INTO sources (sha256, body, size, created_at_ms) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (sha256) DO NOTHING",
+                (sha256, body, len(body), now),
+            )
             if checkpoint_id is not None:
                 row = c.one(
                     "SELECT 1 FROM source_refs WHERE checkpoint_id = ? AND sha256 = ?",
