@@ -123,6 +123,19 @@ class RemoteProvider:
         raise NotImplementedError
 
     # -- the call --------------------------------------------------------------------------
+    def _prepare(self, request: LlmRequest) -> tuple[Settings, Any]:
+        """``(settings, client)`` for ``request``, after the checks every call makes before
+        any network use (calls enabled; no native tool-search payload)."""
+        ensure_calls_enabled(self.name, self.env)
+        if request.tool_payload is not None:
+            raise LlmError(
+                CONFIG,
+                f"{self.name}: native tool search payloads are not sent by harnpy's client yet; "
+                'use tool_search mode: "client"',
+            )
+        settings = self.settings(request)
+        return settings, self._client(settings)
+
     def complete(self, request: LlmRequest) -> LlmResponse:
         """Send ``request`` with retries; return the normalized response.
 
@@ -132,15 +145,7 @@ class RemoteProvider:
                 retries are spent; ``auth``, ``bad_request``, ``not_found``,
                 ``malformed_response`` at once.
         """
-        ensure_calls_enabled(self.name, self.env)
-        if request.tool_payload is not None:
-            raise LlmError(
-                CONFIG,
-                f"{self.name}: native tool search payloads are not sent by harnpy's client yet; "
-                'use tool_search mode: "client"',
-            )
-        settings = self.settings(request)
-        client = self._client(settings)
+        settings, client = self._prepare(request)
 
         def attempt() -> LlmResponse:
             try:
@@ -171,15 +176,7 @@ class RemoteProvider:
             LlmError: as :meth:`complete`; ``transient_network`` when the stream ends
                 before the provider said it finished.
         """
-        ensure_calls_enabled(self.name, self.env)
-        if request.tool_payload is not None:
-            raise LlmError(
-                CONFIG,
-                f"{self.name}: native tool search payloads are not sent by harnpy's client yet; "
-                'use tool_search mode: "client"',
-            )
-        settings = self.settings(request)
-        client = self._client(settings)
+        settings, client = self._prepare(request)
         try:
             try:
                 body = self._stream(client, request, settings, on_delta)
