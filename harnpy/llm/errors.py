@@ -391,6 +391,24 @@ def type_name(value: Any) -> str:
     return "nil" if value is None else kind_name(value)
 
 
+def raise_error_envelope(provider: str, body: dict[str, Any], where: str) -> None:
+    """Raise the :class:`LlmError` of an OpenAI-style ``{error: {message, code}}`` envelope
+    that came in a 2xx answer (``where``: ``"response body"`` / ``"stream"``): a server
+    error, unless its ``code`` refines it (:func:`refine_http_error`)."""
+    err = body["error"]
+    detail = err.get("message") if isinstance(err, dict) else err
+    code = err.get("code") if isinstance(err, dict) else None
+    category, kind, reason = refine_http_error(
+        code if type(code) is int and code >= 400 else 500, body
+    )
+    raise LlmError(
+        category,
+        f"{provider}: error in {where}: {one_line(detail, 200)}",
+        kind=kind,
+        reason=reason,
+    )
+
+
 def one_line(text: object, limit: int = 300) -> str:
     """Collapse whitespace to one line and cut at ``limit`` characters (with an ellipsis)."""
     s = " ".join(str(text).split())

@@ -40,7 +40,7 @@ from harnpy.llm.errors import (
     LlmError,
     empty_completion,
     one_line,
-    refine_http_error,
+    raise_error_envelope,
     type_name,
 )
 from harnpy.llm.options import openai_reasoning
@@ -257,19 +257,7 @@ def parse_chat_completion(
     """
     choices = data.get("choices")
     if not choices and data.get("error") is not None:
-        err = data["error"]
-        detail = err.get("message") if isinstance(err, dict) else err
-        status = err.get("code") if isinstance(err, dict) else None
-        # an error envelope in a 2xx body: a server error, unless its code says otherwise
-        category, kind, reason = refine_http_error(
-            status if type(status) is int and status >= 400 else 500, data
-        )
-        raise LlmError(
-            category,
-            f"{provider}: error in response body: {one_line(detail, 200)}",
-            kind=kind,
-            reason=reason,
-        )
+        raise_error_envelope(provider, data, "response body")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise LlmError(MALFORMED_RESPONSE, f"{provider}: response has no choices")
     choice = choices[0]

@@ -29,7 +29,7 @@ from harnpy.llm.errors import (
     SERVER_ERROR,
     LlmError,
     one_line,
-    refine_http_error,
+    raise_error_envelope,
 )
 
 #: ``on_delta(text)``: called with each visible text delta, on the provider's thread.
@@ -121,18 +121,7 @@ class OpenAIStream:
             return
         event = _decode(data, self.provider)
         if event.get("error") is not None and not event.get("choices"):
-            err = event["error"]
-            detail = err.get("message") if isinstance(err, dict) else err
-            code = err.get("code") if isinstance(err, dict) else None
-            category, kind, reason = refine_http_error(
-                code if type(code) is int and code >= 400 else 500, event
-            )
-            raise LlmError(
-                category,
-                f"{self.provider}: error in stream: {one_line(detail, 200)}",
-                kind=kind,
-                reason=reason,
-            )
+            raise_error_envelope(self.provider, event, "stream")
         if isinstance(event.get("model"), str) and event["model"]:
             self.model = event["model"]
         if isinstance(event.get("usage"), dict):
