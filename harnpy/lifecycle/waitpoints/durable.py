@@ -125,8 +125,7 @@ def park(
         HarnError: the program cannot be snapshotted (E402, named), the store failed
             (E411) or this process's claim was lost (E412).
     """
-    from harnpy.runtime.snapshot import SnapshotError, seal_document, snapshot
-    from harnpy.runtime.sources import persist_sources
+    from harnpy.runtime.snapshot import SnapshotError
     from harnpy.store import CheckpointMeta, ClaimRefused, Fenced, StoreError
 
     rt = thread.runtime
@@ -160,19 +159,8 @@ def park(
         "timer": timer,
         "timeout_ms": ms,
     }
-    from harnpy.lifecycle.waitpoints import park_rows
-
     try:
-        # the lists that grow every turn are appended as rows, not rewritten (park_rows)
-        rows = park_rows.plan(thread, worker_id, st)
-        extra: dict[str, Any] = {"waitpoint_park": pk}
-        if rows is not None:
-            extra["transcript_rows"] = rows.record()
-        try:
-            snap = snapshot(thread, extra, detached=None if rows is None else rows.detached)
-        finally:
-            park_rows.unpin(rt)
-        body = seal_document(snap)
+        snap, body, rows = _snapshot_park(thread, worker_id, {"waitpoint_park": pk})
     except SnapshotError as e:
         if e.code == "E402":  # e.g. a live task: wait in this process instead
             if timer is not None:
@@ -194,28 +182,8 @@ def park(
         wake=wake,
     )
     waiters = [*ids, *([timer] if timer else [])]
-    append = None if rows is None else rows.append()
     try:  # the checkpoint and its waiter rows commit together (nothing strands a park)
-        # the code it runs, before the checkpoint that needs it (any replica may resume it)
-        persist_sources(rt, snap, store=store, checkpoint_id=worker_id)
-        if st.fence is not None:
-            fence, st.fence = st.fence, None
-            st.release()
-            store.put_checkpoint(
-                worker_id, body, meta, fence=fence, waiters=waiters, transcript=append
-            )
-        else:
-            store.put_checkpoint(
-                worker_id,
-                body,
-                meta,
-                expect_version=None,
-                waiters=waiters,
-                run_fence=st.run_fence,
-                transcript=append,
-            )
-        if rows is not None:
-            rows.commit(st)
+        _commit_park(thread, store, worker_id, snap, body, meta, rows, waiters)
         outcome = _outcome(store, pk)
     except Fenced as e:
         st.settled = True
@@ -258,8 +226,7 @@ def park_for_shutdown(thread: Any) -> None:
         SnapshotExit: parked.
         HarnError: E412 when this process's claim on the run or its checkpoint was lost.
     """
-    from harnpy.runtime.snapshot import SnapshotError, seal_document, snapshot
-    from harnpy.runtime.sources import persist_sources
+    from harnpy.runtime.snapshot import SnapshotError
     from harnpy.store import CheckpointMeta, Fenced, StoreError
 
     rt = thread.runtime
@@ -273,21 +240,12 @@ def park_for_shutdown(thread: Any) -> None:
     run_id = st.ensure_run_id()
     worker_id = st.worker_id()
     park_id = f"park_{uuid.uuid4().hex[:16]}"
-    from harnpy.lifecycle.waitpoints import park_rows
-
     try:
-        rows = park_rows.plan(thread, worker_id, st)
-        extra: dict[str, Any] = {"shutdown_park": {"park_id": park_id}}
-        if rows is not None:
-            extra["transcript_rows"] = rows.record()
-        try:
-            snap = snapshot(thread, extra, detached=None if rows is None else rows.detached)
-        finally:
-            park_rows.unpin(rt)
-        body = seal_document(snap)
+        snap, body, rows = _snapshot_park(
+            thread, worker_id, {"shutdown_park": {"park_id": park_id}}
+        )
     except SnapshotError:
         return
-    append = None if rows is None else rows.append()
     meta = CheckpointMeta(
         status="suspended",
         park_id=park_id,
@@ -298,22 +256,7 @@ def park_for_shutdown(thread: Any) -> None:
         wake=["at once (its process stopped)"],
     )
     try:
-        persist_sources(rt, snap, store=store, checkpoint_id=worker_id)
-        if st.fence is not None:
-            store.put_checkpoint(worker_id, body, meta, fence=st.fence, transcript=append)
-            st.fence = None
-            st.release()
-        else:
-            store.put_checkpoint(
-                worker_id,
-                body,
-                meta,
-                expect_version=None,
-                run_fence=st.run_fence,
-                transcript=append,
-            )
-        if rows is not None:
-            rows.commit(st)
+        _commit_park(thread, store, worker_id, snap, body, meta, rows, [])
     except Fenced as e:
         st.settled = True
         raise runtime_error(f"shutdown park: {e.message}", "E412") from None
@@ -321,6 +264,70 @@ def park_for_shutdown(thread: Any) -> None:
         return
     st.checkpoint_id = worker_id
     raise SnapshotExit(store.checkpoint_ref(worker_id))
+
+
+def _snapshot_park(thread: Any, worker_id: str, extra: dict[str, Any]) -> tuple[Any, bytes, Any]:
+    """``(snapshot, sealed body, rows plan)`` of the program on ``thread`` parking as
+    checkpoint ``worker_id`` with ``extra``: the lists that grow every turn are detached and
+    appended as rows, not rewritten (:mod:`.park_rows`; the plan is None when there are
+    none).
+
+    Raises:
+        SnapshotError: the program cannot be snapshotted (E402 for a live task...)."""
+    from harnpy.lifecycle.waitpoints import park_rows
+    from harnpy.runtime.snapshot import seal_document, snapshot
+
+    rt = thread.runtime
+    rows = park_rows.plan(thread, worker_id, state_of(rt))
+    if rows is not None:
+        extra = {**extra, "transcript_rows": rows.record()}
+    try:
+        snap = snapshot(thread, extra, detached=None if rows is None else rows.detached)
+    finally:
+        park_rows.unpin(rt)
+    return snap, seal_document(snap), rows
+
+
+def _commit_park(
+    thread: Any,
+    store: Any,
+    worker_id: str,
+    snap: Any,
+    body: bytes,
+    meta: Any,
+    rows: Any,
+    waiters: list[str],
+) -> None:
+    """Commit a park (:func:`_snapshot_park`'s output) as checkpoint ``worker_id``: the code
+    it runs first (any replica may resume it), then the checkpoint with its rows and waiter
+    rows in one transaction — under this process's claim when it resumed the program (the
+    claim is given up for it: a failed commit leaves the park to be claimed again once its
+    lease ends), else as the first checkpoint while the served run's claim
+    holds (``run_fence``).
+
+    Raises:
+        Fenced: a claim was lost; StoreError: the store failed (nothing committed)."""
+    from harnpy.runtime.sources import persist_sources
+
+    st = state_of(thread.runtime)
+    append = None if rows is None else rows.append()
+    persist_sources(thread.runtime, snap, store=store, checkpoint_id=worker_id)
+    if st.fence is not None:
+        fence, st.fence = st.fence, None
+        st.release()
+        store.put_checkpoint(worker_id, body, meta, fence=fence, waiters=waiters, transcript=append)
+    else:
+        store.put_checkpoint(
+            worker_id,
+            body,
+            meta,
+            expect_version=None,
+            waiters=waiters,
+            run_fence=st.run_fence,
+            transcript=append,
+        )
+    if rows is not None:
+        rows.commit(st)
 
 
 def checkpoint_ready(store: Any, info: Any) -> bool:
