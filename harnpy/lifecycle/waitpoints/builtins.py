@@ -314,7 +314,7 @@ def _wait_memory(
         return _deliver(outcome)
     if ms == 0:
         raise HarnThrow(timeout_error(wait_key, ids, ms))
-    _hint_nothing_completes(thread, ids, ms)
+    _hint_nothing_completes(thread, st, ids, ms)
     waker = block_control(thread, f"waitpoint {', '.join(ids)}")
     cancel_timer: list[Any] = []
 
@@ -356,7 +356,7 @@ def _wait_memory(
     return None
 
 
-def _hint_nothing_completes(thread: Any, ids: list[str], ms: int | None) -> None:
+def _hint_nothing_completes(thread: Any, st: Any, ids: list[str], ms: int | None) -> None:
     """The main program waits in memory (no store) while nothing else in it runs: no task,
     no worker, no model call in flight. Nothing can complete the waitpoint then (no other
     process can, without a store): say so once on stderr, with what to do. A timeout under
@@ -365,11 +365,11 @@ def _hint_nothing_completes(thread: Any, ids: list[str], ms: int | None) -> None
     sched = rt.scheduler
     if ms is not None and ms < 60_000:
         return
-    if thread is not rt.main_thread or getattr(rt, "waitpoint_hinted", False):
+    if thread is not rt.main_thread or st.hinted:
         return
     if sched.ready or sched.futures or any(t is not thread for t in sched.blocked):
         return
-    rt.waitpoint_hinted = True
+    st.hinted = True
     until = "until the process is stopped" if ms is None else f"until it times out ({ms} ms)"
     rt.write_err(
         f"harnpy: warning: waiting on waitpoint {', '.join(ids)} in memory {until}: nothing "

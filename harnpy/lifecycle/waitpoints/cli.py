@@ -224,9 +224,9 @@ def _nothing_resumed(store: Any, key: str | None) -> None:
     from harnpy.lifecycle.waitpoints.durable import MODE, checkpoint_ready
     from harnpy.lifecycle.waitpoints.model import iso_ms
 
-    if key is not None and store.get_waitpoint(key) is not None:
-        rec = store.get_waitpoint(key)
-        wids = [w for w, _ in rec.waiters] if rec is not None else []
+    rec = store.get_waitpoint(key) if key is not None else None
+    if rec is not None:
+        wids = [w for w, _ in rec.waiters]
     elif key is not None:
         wids = [key]
     else:

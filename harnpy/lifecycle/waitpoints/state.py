@@ -90,6 +90,8 @@ class WaitpointState:
         #: first park commits only while that claim is current (runtime-only, not saved)
         self.run_fence: int | None = None
         self.settled = False
+        #: the "nothing can complete this wait" warning was written (once per process)
+        self.hinted = False
         #: the transcript rows of that checkpoint this process committed or restored
         #: (:mod:`harnpy.lifecycle.waitpoints.park_rows`), or None
         self.rows: Any = None
