@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import harnpy
+from tests.lifecycle.test_resume_code_changes import PARK, _park_on_store
 from tests.waitpoints.helpers import run as run_with_store
 
 WORKER = """
@@ -96,38 +97,6 @@ def test_workers_resume_upgrade_refuses_a_change_it_cannot_bind(tmp_path: Path) 
     ok = harnpy("workers", "resume", worker_id, cwd=tmp_path, env=ENV)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert (tmp_path / "log.txt").read_text(encoding="utf-8").splitlines()[-1] == "tool:two:L"
-
-
-PARK = """
-import "std/waitpoint"
-
-fn shown(v) {
-  return "got " + json_stringify(v)
-}
-
-fn step(n) {
-  let local = "kept-" + to_string(n)
-  let wp = create({id: "approval"})
-  let got = wait(wp)
-  println(shown(got.value) + " " + local)
-  return got.value.ok
-}
-
-pipeline main() {
-  let r = step(7)
-  println("result " + to_string(r))
-}
-"""
-
-
-def _park_on_store(tmp_path: Path, store_url: str) -> None:
-    (tmp_path / "park.harn").write_text(PARK, encoding="utf-8")
-    first = run_with_store("run", "park.harn", cwd=tmp_path, store=store_url)
-    assert first.returncode == 3, first.stderr
-    done = run_with_store(
-        "waitpoint", "complete", "approval", '{"ok": true}', cwd=tmp_path, store=store_url
-    )
-    assert done.returncode == 0, done.stderr
 
 
 def test_worker_once_upgrade_code_on_a_waitpoint_park(tmp_path: Path, store_url: str) -> None:
