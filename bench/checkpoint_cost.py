@@ -47,6 +47,7 @@ Not a test: it only prints figures.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import shutil
@@ -371,30 +372,18 @@ args = json.loads(sys.argv[1])
 T = args["texts"]
 meter = {"active": False, "bytes": 0, "ms": 0.0}
 
-def param_bytes(params):
-    if params is None:
-        return 0
-    if isinstance(params, dict):
-        params = list(params.values())
-    n = 0
-    for p in params:
-        if isinstance(p, (bytes, bytearray, memoryview)):
-            n += len(p)
-        elif isinstance(p, str):
-            n += len(p.encode("utf-8"))
-        elif type(p).__name__ in ("Jsonb", "Json"):
-            n += len(json.dumps(p.obj, default=str).encode("utf-8"))
-    return n
+from typing import Any
+# _PARAM_BYTES: the parent's _param_bytes, pasted here (the same count on both sides)
 
 class Counting(psycopg.Cursor):
     def execute(self, query, params=None, **kw):
         if meter["active"]:
-            meter["bytes"] += param_bytes(params)
+            meter["bytes"] += _param_bytes(params)
         return super().execute(query, params, **kw)
     def executemany(self, query, params_seq, **kw):
         params_seq = list(params_seq)
         if meter["active"]:
-            meter["bytes"] += sum(param_bytes(p) for p in params_seq)
+            meter["bytes"] += sum(_param_bytes(p) for p in params_seq)
         return super().executemany(query, params_seq, **kw)
 
 class Saver(PostgresSaver):
@@ -501,7 +490,8 @@ def run_langgraph(
     # one park more than measured: the first invoke parks without being timed, as harnpy's
     # first park is timed but the resumes that follow are the turns compared
     arg = {"url": url, "warm": warm_turns(messages), "turns": turns + 1, "rep": rep, "texts": texts}
-    r = subprocess.run([py, "-c", LG_CHILD, json.dumps(arg)], capture_output=True, text=True)
+    child = LG_CHILD.replace("# _PARAM_BYTES", inspect.getsource(_param_bytes) + "\n#")
+    r = subprocess.run([py, "-c", child, json.dumps(arg)], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"the LangGraph child failed:\n{r.stderr[-3000:]}")
     data = json.loads(r.stdout.strip().splitlines()[-1])
