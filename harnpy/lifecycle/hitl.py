@@ -261,7 +261,6 @@ def hitl_park(thread: Any, row: Any = None) -> Any:
     and ``snapshot_path``); the call returns the resume payload when a resume (``
     hitl_respond``, ``resume_agent(handle, answer)``, ``harnpy run --resume`` with
     ``HARNPY_RESUME_INPUT``) delivers the answer."""
-    import harnpy.lifecycle.suspend  # noqa: F401 - loads the worker layer in its order
     from harnpy.lifecycle.parking import _caller_loop_state, park_worker
 
     rec = _worker_record(thread)
@@ -357,7 +356,6 @@ def hitl_respond(thread: Any, request_id: Any = None, response: Any = None) -> G
     meta: dict[str, Any] = row["metadata"] if type(row.get("metadata")) is dict else {}
     if meta.get("worker_id") is not None and request_id not in st.waiters:
         # a worker parked on it: resume the worker with the answer as its input
-        import harnpy.lifecycle.suspend  # noqa: F401 - loads the worker layer in its order
         from harnpy.lifecycle.resuming import parse_resume_args, resume_gen
 
         ra = parse_resume_args((meta["worker_id"], {"input": response}))

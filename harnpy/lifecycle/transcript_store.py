@@ -81,9 +81,6 @@ class _Log:
 
 
 def _logs(runtime: Any) -> dict[str, _Log]:
-    # the worker layer imports in one order only (suspend first); builtin modules load
-    # lazily, so it may not be loaded yet
-    import harnpy.lifecycle.suspend  # noqa: F401
     from harnpy.lifecycle.checkpoint_store import _cache
 
     return _cache(runtime, "transcript_logs")  # type: ignore[no-any-return]

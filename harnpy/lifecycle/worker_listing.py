@@ -133,9 +133,6 @@ def wake_conditions(conditions: Any, resume_wait: Any = None, durable: bool = Fa
 def _snapshot_rows(
     dirs: Iterable[str], include_all: bool, warn: Callable[[str], None]
 ) -> list[ParkedWorker]:
-    # the worker layer imports in one order only (suspend first); builtin modules load
-    # lazily, so it may not be loaded yet
-    import harnpy.lifecycle.suspend  # noqa: F401
     from harnpy.lifecycle.checkpoint_store import _loads
     from harnpy.lifecycle.claims import owner_alive, owner_gone, park_copy_path
     from harnpy.security import read_capped

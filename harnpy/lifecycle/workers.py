@@ -928,8 +928,3 @@ __all__ = [
     "resume_parked",
     "trigger_payload_text",
 ]
-
-# The suspend / resume builtins (suspend_agent, resume_agent, __agent_park...) and the
-# later-Harn helpers of the lifecycle corpus are registered with the worker layer.
-import harnpy.lifecycle.compat  # noqa: E402, F401
-import harnpy.lifecycle.suspend  # noqa: E402, F401

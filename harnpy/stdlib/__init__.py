@@ -49,6 +49,7 @@ PROVIDERS = (
     "harnpy.lifecycle.triggers.builtins",
     "harnpy.lifecycle.turns",
     "harnpy.lifecycle.workers",
+    "harnpy.lifecycle.suspend",
     "harnpy.lifecycle.waitpoints.builtins",
 )
 

@@ -114,9 +114,6 @@ def _loop_states(thread: Any) -> list[list[dict[str, Any]]]:
     its frames — the loop's own frame and those it called up to the next loop's (while a
     tool runs the loop frame still holds the state of the turn before; the tool call's
     frames hold the current one)."""
-    # the worker layer imports in one order only (suspend first); builtin modules load
-    # lazily, so it may not be loaded yet
-    import harnpy.lifecycle.suspend  # noqa: F401
     from harnpy.lifecycle.restore import _is_loop_frame
 
     frames = []
