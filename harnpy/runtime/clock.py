@@ -9,6 +9,10 @@ is called, and sleeping returns at once. Tests give their fake runtime a ``Clock
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
+
+from harnpy.runtime.extensions import register_state
 
 #: Longest single ``time.sleep`` (seconds): a day.
 _MAX_SLEEP_STEP_S = 86400.0
@@ -108,3 +112,38 @@ class Clock:
         """Leave mock mode: readings come from the host clocks again."""
         self._mock_wall_ms = None
         self._mock_mono_ms = 0.0
+
+
+# ------------------------------------------------------------------ snapshot state
+# The clock belongs to every runtime, not to the builtin module that reads it (builtin
+# modules load lazily, so a program that only sleeps never imports the time builtins):
+# its provider is registered with the runtime itself.
+
+
+def _save_clock(thread: Any) -> dict[str, Any] | None:
+    """The clock: ``{wall_ms, mono_ms}`` when mocked (resumed code sees the virtual time
+    it left), ``{wall_ms: nil, mono_ms}`` when real (the wall clock reads the host again;
+    the monotonic clock goes on from its reading, so deadlines and ``elapsed()`` started
+    before the snapshot keep their meaning)."""
+    clock = getattr(thread.runtime, "clock", None)
+    if clock is None:
+        return None
+    state = clock.mock_state()
+    if state is None:
+        return {"wall_ms": None, "mono_ms": clock.monotonic_ms()}
+    return {"wall_ms": state[0], "mono_ms": state[1]}
+
+
+def _load_clock(thread: Any, data: Any) -> Callable[[], None]:
+    wall, mono = data["wall_ms"], data["mono_ms"]
+    if not (wall is None or type(wall) is int) or type(mono) not in (int, float):
+        raise TypeError("wall_ms must be an int or nil and mono_ms a number")
+    clock = thread.runtime.clock
+    if clock is None:
+        return lambda: None
+    if wall is None:
+        return lambda: clock.continue_from(mono)
+    return lambda: clock.set_mock_state(wall, mono)
+
+
+register_state("clock", _save_clock, _load_clock)

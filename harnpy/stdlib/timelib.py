@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from harnpy.runtime.extensions import register_state
 from harnpy.runtime.values import Duration
 from harnpy.stdlib._util import fail, millis, text
 from harnpy.stdlib.registry import builtin
@@ -592,35 +591,3 @@ def duration_to_human(thread: Any, d: Any = None) -> str:
         else:
             parts.append(f"{ms}ms")
     return sign + " ".join(parts)
-
-
-# ------------------------------------------------------------------ snapshot state
-
-
-def _save_clock(thread: Any) -> dict[str, Any] | None:
-    """The clock: ``{wall_ms, mono_ms}`` when mocked (resumed code sees the virtual time
-    it left), ``{wall_ms: nil, mono_ms}`` when real (the wall clock reads the host again;
-    the monotonic clock goes on from its reading, so deadlines and ``elapsed()`` started
-    before the snapshot keep their meaning)."""
-    clock = getattr(thread.runtime, "clock", None)
-    if clock is None:
-        return None
-    state = clock.mock_state()
-    if state is None:
-        return {"wall_ms": None, "mono_ms": clock.monotonic_ms()}
-    return {"wall_ms": state[0], "mono_ms": state[1]}
-
-
-def _load_clock(thread: Any, data: Any) -> Any:
-    wall, mono = data["wall_ms"], data["mono_ms"]
-    if not (wall is None or type(wall) is int) or type(mono) not in (int, float):
-        raise TypeError("wall_ms must be an int or nil and mono_ms a number")
-    clock = thread.runtime.clock
-    if clock is None:
-        return lambda: None
-    if wall is None:
-        return lambda: clock.continue_from(mono)
-    return lambda: clock.set_mock_state(wall, mono)
-
-
-register_state("clock", _save_clock, _load_clock)

@@ -81,18 +81,18 @@ def test_a_runtime_state_section_imports_its_provider_on_restore() -> None:
         "from harnpy.runtime import extensions\n"
         "from harnpy.stdlib import load_core\n"
         "load_core()\n"
-        "out = {'before': 'clock' in extensions.RUNTIME_STATE,\n"
-        "       'declared': extensions.LAZY_STATE.get('clock')}\n"
-        "p = extensions.state_provider('clock')\n"
-        "out['after'] = p is not None and p.name == 'clock'\n"
-        "out['loaded'] = 'harnpy.stdlib.timelib' in sys.modules\n"
+        "out = {'before': 'http_mock' in extensions.RUNTIME_STATE,\n"
+        "       'declared': extensions.LAZY_STATE.get('http_mock')}\n"
+        "p = extensions.state_provider('http_mock')\n"
+        "out['after'] = p is not None and p.name == 'http_mock'\n"
+        "out['loaded'] = 'harnpy.stdlib.http' in sys.modules\n"
         "out['unknown'] = extensions.state_provider('no_such_section') is None\n"
         "print(json.dumps(out))\n"
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
         "before": False,
-        "declared": "harnpy.stdlib.timelib",
+        "declared": "harnpy.stdlib.http",
         "after": True,
         "loaded": True,
         "unknown": True,
@@ -118,3 +118,27 @@ def test_the_harness_constant_is_built_on_first_read() -> None:
         "type": "StructValue:Harness",
         "kept": True,
     }
+
+
+def test_a_program_that_never_loads_the_time_builtins_keeps_its_clock_across_a_snapshot(
+    tmp_path: object,
+) -> None:
+    # the clock is the runtime's, not timelib's: a snapshot taken in a process that never
+    # imported the time builtins carries it, so a deadline started before the snapshot
+    # still expires after the restore (before: the section was missing, the restored clock
+    # started at 0 and `deadline 50ms { sleep(75ms) }` completed without throwing)
+    proc = _child(
+        "import io, json, sys\n"
+        "from harnpy.runtime.runtime import Runtime\n"
+        "from harnpy.runtime.snapshot import snapshot\n"
+        "rt = Runtime(stdout=io.StringIO().write, stderr=io.StringIO().write)\n"
+        "mod = rt.load_main('/x/main.harn', 'sleep(30ms)\\n')\n"
+        "rt.run_module(mod)\n"
+        "doc = snapshot(rt.main_thread)\n"
+        "print(json.dumps({'timelib': 'harnpy.stdlib.timelib' in sys.modules,\n"
+        "                  'clock': doc.get('runtime_state', {}).get('clock')}))\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["timelib"] is False
+    assert out["clock"]["wall_ms"] is None and out["clock"]["mono_ms"] >= 30
