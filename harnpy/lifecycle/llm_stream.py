@@ -289,3 +289,101 @@ def _install_guard() -> None:
 
     if _snapshot_guard not in snapshot.CHANNEL_GUARDS:
         snapshot.CHANNEL_GUARDS.append(_snapshot_guard)
+
+
+def visible_text(text: str) -> str:
+    """``text`` without its ``<think>...</think>`` blocks; an unclosed ``<think>`` hides the
+    rest (the model is still thinking). ``llm_stream_call``'s ``visible_delta``/``partial``."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        start = text.find("<think>", pos)
+        if start < 0:
+            out.append(text[pos:])
+            break
+        out.append(text[pos:start])
+        end = text.find("</think>", start)
+        if end < 0:
+            break
+        pos = end + len("</think>")
+    return "".join(out)
+
+
+class _ChunkPump(_Pump):
+    """A :class:`_Pump` whose channel items are ``llm_stream_call`` chunk dicts."""
+
+    def __init__(self, thread: Any, channel: Channel, request: Any) -> None:
+        super().__init__(thread, channel, request)
+        self.shown = ""  # the visible text delivered so far
+
+    def _chunk(self, delta: str, stop_reason: Any) -> dict[str, Any]:
+        visible = visible_text("".join(self.texts))
+        # text hidden before may not show later (a closed think block only removes text)
+        new = visible[len(self.shown) :] if visible.startswith(self.shown) else ""
+        self.shown = visible if visible.startswith(self.shown) else self.shown
+        return {
+            "delta": delta,
+            "visible_delta": new,
+            "partial": self.shown,
+            "role": "assistant",
+            "stop_reason": stop_reason,
+        }
+
+    def _drain(self, _sig: Any) -> None:
+        from harnpy.stdlib.concurrency import channel_push
+
+        with self.lock:
+            items, self.buffer = self.buffer, []
+        waiting = True
+        for kind, value in items:
+            if kind == "delta":
+                self.texts.append(value)
+                channel_push(self.runtime, self.channel, self._chunk(value, None))
+            else:
+                waiting = self._settle(value)
+        if waiting and not self.finished:
+            self._arm()
+
+    def _settle(self, fut: Future[Any]) -> bool:
+        if fut.exception() is None:
+            from harnpy.stdlib.concurrency import channel_push
+
+            stop = getattr(fut.result(), "stop_reason", None)
+            channel_push(self.runtime, self.channel, self._chunk("", stop))
+        return super()._settle(fut)
+
+
+@builtin("llm_stream_call", callback=True)
+def llm_stream_call(thread: Any, *args: Any) -> Any:
+    """``llm_stream_call(prompt, system?, options?) -> stream``: ``llm_call`` as a Harn
+    ``stream`` of chunk dicts ``{delta, visible_delta, partial, role, stop_reason}`` (Harn
+    ``llm/streaming.md``, ``LlmStreamChunk``): ``delta`` is the provider's text delta,
+    ``visible_delta`` the part of it outside ``<think>`` blocks (an open block hides what
+    follows), ``partial`` the visible text so far, ``role`` ``"assistant"``; a terminal chunk
+    (``delta`` "") carries the call's ``stop_reason`` (nil on the others). Options as
+    ``llm_call``. A failed call does not throw: the last item is the error envelope plus
+    ``partial`` (as ``llm_stream``); an exceeded budget gives a stream of only that envelope;
+    a malformed option throws. The stream cannot be snapshotted while the call is open."""
+    from harnpy.lifecycle.llm_builtins import build, message_cache
+    from harnpy.lifecycle.llm_session import preflight
+    from harnpy.stdlib.streams import _as_stream, _ChanNode
+
+    args = strip_harness(args)
+    prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
+    request = build(
+        prompt, system, options, where="llm_stream_call", cache=message_cache(thread.runtime)
+    )
+    try:
+        preflight(thread.runtime, request)
+        ch = None
+    except HarnThrow as exc:
+        ch = _closed_with(exc.value)
+    if ch is None:
+        _install_guard()
+        ch = Channel("llm_stream_call", None)
+        pump = _ChunkPump(thread, ch, request)
+        with _OPEN_LOCK:
+            _OPEN[id(ch)] = pump
+        pump.start()
+    result = yield from _as_stream(thread, _ChanNode(ch))
+    return result

@@ -646,6 +646,7 @@ BUILTINS = {
     "llm_budget_clear": (37, 0),
     "llm_completion": (37, 2),
     "llm_stream": (37, 0),
+    "llm_stream_call": (37, 1),
     "run_record": (38, 0),
     "run_record_save": (38, 0),
     "run_record_load": (38, 0),

@@ -363,3 +363,52 @@ pipeline main(task) {
     resumed = harnpy("run", "--resume", str(snap), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines() == ["one two", "nil"]
+
+
+def test_stream_call_yields_chunk_dicts_hiding_think_blocks(run) -> None:  # type: ignore[no-untyped-def]
+    out, _ = run(
+        """
+pipeline main() {
+  llm_mock({text: "<think>plan it</think>Hello there world"})
+  let s = llm_stream_call("hi", nil, {provider: "mock"})
+  println(type_of(s))
+  var deltas = ""
+  var visible = ""
+  var last = nil
+  for chunk in s {
+    deltas = deltas + chunk.delta
+    visible = visible + chunk.visible_delta
+    println(chunk.role)
+    last = chunk
+  }
+  println(deltas)
+  println(visible)
+  println(last.partial)
+  println(last.delta == "")
+}
+"""
+    )
+    got = lines(out)
+    assert got[0] == "stream"
+    assert got[-4] == "<think>plan it</think>Hello there world"
+    assert got[-3] == "Hello there world"
+    assert got[-2] == "Hello there world"
+    assert got[-1] == "true"
+    assert set(got[1:-4]) == {"assistant"}
+
+
+def test_stream_call_failure_is_the_last_item(run) -> None:  # type: ignore[no-untyped-def]
+    out, _ = run(
+        """
+pipeline main() {
+  llm_mock({error: {category: "auth", message: "bad key"}})
+  var last = nil
+  for chunk in llm_stream_call("hi", nil, {provider: "mock"}) {
+    last = chunk
+  }
+  println(last.category)
+  println(last.partial)
+}
+"""
+    )
+    assert lines(out)[0] == "auth"
