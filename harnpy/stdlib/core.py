@@ -32,38 +32,59 @@ from harnpy.stdlib.registry import builtin
 # ------------------------------------------------------------------- output (3.3, 4.1)
 
 
-def _first(args: tuple[Any, ...]) -> str:
+def _one(name: str, args: tuple[Any, ...]) -> str:
+    """The display of the one value an output builtin prints ("" with none).
+
+    Harn's output builtins take one value (``println(msg)``; Harn itself ignores the rest).
+    Dropping a second argument silently hides a mistake (``println("total", n)`` prints
+    ``total``), so harnpy refuses it: a catchable ``E324`` error naming the builtin, with the
+    interpolated form as the fix.
+
+    Raises:
+        HarnRuntimeError: ``Runtime error: <name>: takes one value, got <n> arguments ...``.
+    """
+    if len(args) > 1:
+        raise runtime_error(
+            f"{name}: takes one value, got {len(args)} arguments; join them into one "
+            f'string first, e.g. {name}("${{a}} ${{b}}")',
+            "E324",
+        )
     return display(args[0]) if args else ""
 
 
 @builtin()
 def println(thread: Any, *args: Any) -> None:
-    """``println(v?)``: display(v) + newline; only the first argument is printed (3.3)."""
-    thread.write_out(_first(args) + "\n")
+    """``println(v?)``: display(v) + newline (3.3). More than one argument is a catchable
+    ``E324`` error naming ``println`` (write ``println("${a} ${b}")``)."""
+    thread.write_out(_one("println", args) + "\n")
 
 
 @builtin("print")
 def print_(thread: Any, *args: Any) -> None:
-    """``print(v?)``: display(v) without a newline (3.3)."""
-    thread.write_out(_first(args))
+    """``print(v?)``: display(v) without a newline (3.3). More than one argument is a
+    catchable ``E324`` error naming ``print``."""
+    thread.write_out(_one("print", args))
 
 
 @builtin()
 def log(thread: Any, *args: Any) -> None:
-    """``log(v?)``: ``[harn] `` + display(v) + newline (3.3)."""
-    thread.write_out("[harn] " + _first(args) + "\n")
+    """``log(v?)``: ``[harn] `` + display(v) + newline (3.3). More than one argument is a
+    catchable ``E324`` error naming ``log``."""
+    thread.write_out("[harn] " + _one("log", args) + "\n")
 
 
 @builtin()
 def eprint(thread: Any, *args: Any) -> None:
-    """``eprint(v?)``: display(v) to stderr, no newline."""
-    thread.write_err(_first(args))
+    """``eprint(v?)``: display(v) to stderr, no newline. More than one argument is a
+    catchable ``E324`` error naming ``eprint``."""
+    thread.write_err(_one("eprint", args))
 
 
 @builtin()
 def eprintln(thread: Any, *args: Any) -> None:
-    """``eprintln(v?)``: display(v) + newline to stderr."""
-    thread.write_err(_first(args) + "\n")
+    """``eprintln(v?)``: display(v) + newline to stderr. More than one argument is a
+    catchable ``E324`` error naming ``eprintln``."""
+    thread.write_err(_one("eprintln", args) + "\n")
 
 
 _NAMED_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harnpy.runtime.errors import HarnThrow
+from harnpy.runtime.errors import HarnError, HarnThrow
 from harnpy.runtime.values import HSet, ok
+from tests.conftest import harnpy
 
 
 @pytest.mark.parametrize(
@@ -14,7 +15,6 @@ from harnpy.runtime.values import HSet, ok
         ("println", ["hi"], "hi\n"),
         ("println", [], "\n"),
         ("println", [[1, 2.5, "x", None]], "[1, 2.5, x, nil]\n"),
-        ("println", ["first", "ignored"], "first\n"),
         ("print", ["no newline"], "no newline"),
         ("print", [], ""),
         ("log", [ok(42)], "[harn] Result.Ok(42)\n"),
@@ -23,7 +23,7 @@ from harnpy.runtime.values import HSet, ok
         ("log", [HSet([1, 2])], "[harn] set(1, 2)\n"),
     ],
 )
-def test_output_builtins_print_display_of_first_argument(h, name, args, written):
+def test_output_builtins_print_display_of_their_argument(h, name, args, written):
     assert h.call(name, *args) is None
     assert h.thread.stdout == written
     assert h.thread.err == []
@@ -31,9 +31,38 @@ def test_output_builtins_print_display_of_first_argument(h, name, args, written)
 
 def test_eprint_and_eprintln_write_to_stderr_only(h):
     h.call("eprint", "warn: ")
-    h.call("eprintln", "disk full", "extra")
+    h.call("eprintln", "disk full")
     assert "".join(h.thread.err) == "warn: disk full\n"
     assert h.thread.stdout == ""
+
+
+@pytest.mark.parametrize("name", ["println", "print", "log", "eprint", "eprintln"])
+def test_output_builtins_refuse_a_second_argument_naming_the_builtin(h, name):
+    # Harn's output builtins take one value; a second one used to vanish silently
+    # (println("total", n) printed "total").
+    with pytest.raises(HarnError) as exc:
+        h.call(name, "total", 3)
+    msg = str(exc.value)
+    assert f"{name}: takes one value, got 2 arguments" in msg
+    assert f'{name}("${{a}} ${{b}}")' in msg
+    assert exc.value.code == "E324"
+    assert h.thread.stdout == "" and h.thread.err == []
+
+
+def test_extra_output_argument_is_catchable_from_harn(tmp_path):
+    prog = tmp_path / "p.harn"
+    prog.write_text(
+        "pipeline default() {\n"
+        '  let r = try { println("a", "b") } catch (e) { "caught: ${e}" }\n'
+        "  println(r)\n"
+        "}\n"
+    )
+    res = harnpy("run", str(prog))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == (
+        "caught: Runtime error: println: takes one value, got 2 arguments; join them into "
+        'one string first, e.g. println("${a} ${b}")\n'
+    )
 
 
 @pytest.mark.parametrize(
