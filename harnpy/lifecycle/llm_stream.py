@@ -179,6 +179,10 @@ class _Pump:
         if ready:
             sig.set_result(None)
 
+    def _item(self, delta: str) -> Any:
+        """The channel item of one text delta (``llm_stream``: the text itself)."""
+        return delta
+
     def _drain(self, _sig: Any) -> None:
         from harnpy.stdlib.concurrency import channel_push
 
@@ -188,7 +192,7 @@ class _Pump:
         for kind, value in items:
             if kind == "delta":
                 self.texts.append(value)
-                channel_push(self.runtime, self.channel, value)
+                channel_push(self.runtime, self.channel, self._item(value))
             else:
                 waiting = self._settle(value)
         if waiting and not self.finished:
@@ -259,24 +263,29 @@ def llm_stream(thread: Any, *args: Any) -> Any:
     text streamed before the failure); an exceeded budget gives a channel holding only its
     envelope; a malformed option throws. A snapshot that reaches the channel while the
     stream is open is refused (E402); drain it first."""
+    return _open_stream(thread, args, "llm_stream", _Pump)
+
+
+def _open_stream(thread: Any, args: tuple[Any, ...], where: str, pump: type[_Pump]) -> Channel:
+    """The channel of a streamed ``llm_call`` builtin ``where``: the call is built and
+    budget-checked here (an exceeded budget: a closed channel holding only its envelope),
+    then ``pump`` fills the channel in the background."""
     from harnpy.lifecycle.llm_builtins import build, message_cache
     from harnpy.lifecycle.llm_session import preflight
 
     args = strip_harness(args)
     prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
-    request = build(
-        prompt, system, options, where="llm_stream", cache=message_cache(thread.runtime)
-    )
+    request = build(prompt, system, options, where=where, cache=message_cache(thread.runtime))
     try:
         preflight(thread.runtime, request)  # budgets: the envelope is the only item
     except HarnThrow as exc:
         return _closed_with(exc.value)
     _install_guard()  # no stream is open before the first call
-    ch = Channel("llm_stream", None)
-    pump = _Pump(thread, ch, request)
+    ch = Channel(where, None)
+    p = pump(thread, ch, request)
     with _OPEN_LOCK:
-        _OPEN[id(ch)] = pump
-    pump.start()
+        _OPEN[id(ch)] = p
+    p.start()
     return ch
 
 
@@ -319,8 +328,9 @@ class _ChunkPump(_Pump):
     def _chunk(self, delta: str, stop_reason: Any) -> dict[str, Any]:
         visible = visible_text("".join(self.texts))
         # text hidden before may not show later (a closed think block only removes text)
-        new = visible[len(self.shown) :] if visible.startswith(self.shown) else ""
-        self.shown = visible if visible.startswith(self.shown) else self.shown
+        new = ""
+        if visible.startswith(self.shown):
+            new, self.shown = visible[len(self.shown) :], visible
         return {
             "delta": delta,
             "visible_delta": new,
@@ -329,20 +339,8 @@ class _ChunkPump(_Pump):
             "stop_reason": stop_reason,
         }
 
-    def _drain(self, _sig: Any) -> None:
-        from harnpy.stdlib.concurrency import channel_push
-
-        with self.lock:
-            items, self.buffer = self.buffer, []
-        waiting = True
-        for kind, value in items:
-            if kind == "delta":
-                self.texts.append(value)
-                channel_push(self.runtime, self.channel, self._chunk(value, None))
-            else:
-                waiting = self._settle(value)
-        if waiting and not self.finished:
-            self._arm()
+    def _item(self, delta: str) -> Any:
+        return self._chunk(delta, None)
 
     def _settle(self, fut: Future[Any]) -> bool:
         if fut.exception() is None:
@@ -364,26 +362,8 @@ def llm_stream_call(thread: Any, *args: Any) -> Any:
     ``llm_call``. A failed call does not throw: the last item is the error envelope plus
     ``partial`` (as ``llm_stream``); an exceeded budget gives a stream of only that envelope;
     a malformed option throws. The stream cannot be snapshotted while the call is open."""
-    from harnpy.lifecycle.llm_builtins import build, message_cache
-    from harnpy.lifecycle.llm_session import preflight
     from harnpy.stdlib.streams import _as_stream, _ChanNode
 
-    args = strip_harness(args)
-    prompt, system, options = arg(args, 0), arg(args, 1), arg(args, 2)
-    request = build(
-        prompt, system, options, where="llm_stream_call", cache=message_cache(thread.runtime)
-    )
-    try:
-        preflight(thread.runtime, request)
-        ch = None
-    except HarnThrow as exc:
-        ch = _closed_with(exc.value)
-    if ch is None:
-        _install_guard()
-        ch = Channel("llm_stream_call", None)
-        pump = _ChunkPump(thread, ch, request)
-        with _OPEN_LOCK:
-            _OPEN[id(ch)] = pump
-        pump.start()
+    ch = _open_stream(thread, args, "llm_stream_call", _ChunkPump)
     result = yield from _as_stream(thread, _ChanNode(ch))
     return result
