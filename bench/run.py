@@ -100,11 +100,20 @@ def scale_source(text: str, rules: list[tuple[str, str]], n: int) -> str:
     return text
 
 
+def child_env() -> dict[str, str]:
+    """The environment of a timed child: ours without ``PYTHONDONTWRITEBYTECODE``, so the
+    child reads (and writes once) ``__pycache__`` instead of recompiling every module."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def cpu_once(cmd: list[str]) -> tuple[float, str, int]:
-    """Run ``cmd``; returns (child cpu seconds user+sys, stdout, exit status)."""
+    """Run ``cmd`` in ``child_env()``; returns (child cpu seconds user+sys, stdout, exit
+    status)."""
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL
+            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL, env=child_env()
         )
         _, status, ru = os.wait4(proc.pid, 0)
         out.seek(0)

@@ -103,3 +103,20 @@ def test_bench_scale_rules_match_the_programs() -> None:
         (progs / "agent_turns.py").read_text(), run.INPLACE["agent_turns"], 1
     )
     assert "transcript.append({" in inplace
+
+
+def test_bench_children_cache_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timed children of --scale run without PYTHONDONTWRITEBYTECODE (else every
+    harnpy child recompiles its modules and start-up is counted twice over)."""
+    spec = importlib.util.spec_from_file_location("bench_run", REPO / "bench" / "run.py")
+    assert spec is not None and spec.loader is not None
+    run = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = run
+    spec.loader.exec_module(run)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("HARNPY_BENCH_PROBE", "kept")
+    env = run.child_env()
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["HARNPY_BENCH_PROBE"] == "kept"
+    _, out, rc = run.cpu_once([sys.executable, "-c", "import sys; print(sys.dont_write_bytecode)"])
+    assert rc == 0 and out.strip() == "False"
