@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 from harnpy.runtime.code import MISSING, STOP, SWITCH, CodeObject, Frame, NativeFrame
+from harnpy.runtime.direct import DIRECT_DEPTH, NO, run_direct
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import (
     HarnError,
@@ -164,8 +165,26 @@ def fast_function(f: Any) -> Any:
     if code.pure_ev is None or f.bound_self is not None:
         return None
     fast = partial(pure_runner(code), f.captures)
+    if code.direct is not None:
+        fast = _direct_fast(code, f, fast)
     f.fast = fast
     return fast
+
+
+def _direct_fast(code: CodeObject, clo: Closure, slow: Any) -> Any:
+    """``fast_function`` through the closure's direct form (:mod:`harnpy.runtime.direct`);
+    when the direct run aborts, ``slow`` (the pure runner) evaluates it again, so errors
+    and their traces are the pure runner's."""
+
+    def call(thread: Any, *args: Any) -> Any:
+        if len(args) == code.nparams:
+            try:
+                return code.direct(thread, DIRECT_DEPTH, clo, *args)
+            except Exception:  # noqa: BLE001 - the pure runner decides
+                pass
+        return slow(thread, *args)
+
+    return call
 
 
 # -------------------------------------------------------------------- calls
@@ -181,6 +200,12 @@ def call_value(f: Frame, callee: Any, args: list[Any], target: int, nxt: int) ->
     if t is Closure:
         code = callee.code
         th = f.thread
+        d = code.direct
+        if d is not None and len(args) == code.nparams and callee.bound_self is None:
+            v = run_direct(th, d, callee, *args)
+            if v is not NO:
+                f.slots[target] = v
+                return nxt
         nf = Frame(code, closure_slots(callee, args), th)
         if code.is_generator:
             gen = Generator(nf, code.gen_kind)
@@ -270,6 +295,12 @@ def resume_native(nf: NativeFrame) -> int:
                 and len(args) == code.nparams
                 and callee.bound_self is None
             ):
+                d = code.direct
+                if d is not None:
+                    v = run_direct(nf.thread, d, callee, *args)
+                    if v is not NO:
+                        nf.pending = v
+                        return SWITCH
                 if code.pure_ev is not None:
                     # A call-free expression body: evaluated here (it cannot suspend); its
                     # result or error goes back into the builtin as a frame's would.

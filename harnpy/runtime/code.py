@@ -107,6 +107,8 @@ class CodeObject:
         "pure_ev",
         "pure_run",
         "call_pad",
+        "direct",
+        "direct_source",
     )
 
     def __init__(self, id: int, name: str, module: Any) -> None:
@@ -143,6 +145,11 @@ class CodeObject:
         #: a call with exactly ``nparams`` arguments builds its slot list in one step. None
         #: when calls must go through :func:`harnpy.runtime.calls.closure_slots`.
         self.call_pad: tuple[None, ...] | None = None
+        #: The direct form ``direct(thread, depth budget, closure, *args)`` of an
+        #: effect-free function that cannot suspend (:mod:`harnpy.runtime.direct`), or None.
+        self.direct: Any = None
+        #: The Python source of ``direct`` (diagnostics and tests).
+        self.direct_source: str | None = None
 
     def line_at(self, pc: int) -> tuple[int, int]:
         """Source ``(line, col)`` of instruction ``pc`` (clamped into range)."""

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnpy.runtime import fastops, ops
+from harnpy.runtime import direct, fastops, ops
 from harnpy.runtime import instrs as I
 from harnpy.runtime.code import MISSING, UNBOUND, CodeObject, Frame, Handler
 from harnpy.runtime.display import display
@@ -130,6 +130,8 @@ class ModuleContext:
     builtins: dict[str, Any] = field(default_factory=dict)
     pure_builtins: set[str] = field(default_factory=set)
     codes: list[CodeObject] = field(default_factory=list)
+    #: ``code.id -> code`` of every function compiled so far (direct translation).
+    code_ids: dict[int, CodeObject] = field(default_factory=dict)
     #: In files that use ``const`` (later Harn revisions) ``let`` bindings are reassignable.
     let_mutable: bool = False
     #: Closures capture top-level let/var by value (the main program); library modules
@@ -445,6 +447,7 @@ class Compiler:
         """Compile a function-like node. ``captures`` lists (name, parent slot) pairs."""
         code = CodeObject(A.node_id(node), name, self.ctx.module)
         self.ctx.codes.append(code)
+        self.ctx.code_ids[code.id] = code
         b = FnBuilder(self.ctx, code, parent, module_level=module_level)
         saved = self.b
         self.b = b
@@ -498,7 +501,10 @@ class Compiler:
                 result = self.block_stmts(body, want_value=is_closure)
             b.span = node.body.span
             b.emit(I.op_return, result or _const(None), nxt=False)
-            return self._finish(b)
+            self._finish(b)
+            if direct.ENABLED:
+                direct.plan(self, node, code)
+            return code
         finally:
             self.b = saved
 

@@ -410,6 +410,7 @@ def call_instr(
     more than 3 arguments."""
     from harnpy.runtime.calls import pure_runner, stack_overflow
     from harnpy.runtime.code import SWITCH
+    from harnpy.runtime.direct import NO, run_direct
     from harnpy.runtime.values import Closure
 
     n = len(argevs)
@@ -430,6 +431,12 @@ def call_instr(
         "            code = callee.code\n"
         "            pad = code.call_pad\n"
         f"            if pad is not None and code.nparams == {n} and callee.bound_self is None:\n"
+        "                d = code.direct\n"
+        "                if d is not None:\n"
+        f"                    v = run_direct(f.thread, d, callee, {xs.rstrip(', ')})\n"
+        "                    if v is not NO:\n"
+        "                        f.slots[target] = v\n"
+        "                        return nxt\n"
         "                if code.pure_ev is not None:\n"
         "                    run = code.pure_run\n"
         "                    if run is None:\n"
@@ -455,7 +462,7 @@ def call_instr(
         f"        return slow_call(f, callee, [{xs.rstrip(', ')}], target, nxt)\n"
     )
     common = ["target", "nxt", "slow_call", "Closure", "Frame", "SWITCH", "new", "MIN", "MAX"]
-    params = [*args, *common, "stack_overflow", "pure_runner"]
+    params = [*args, *common, "stack_overflow", "pure_runner", "run_direct", "NO"]
     make = _factory(("call", callee_kind, *kinds), body, params)
     args.update(
         target=target,
@@ -469,6 +476,8 @@ def call_instr(
         MAX=_MAX,
         stack_overflow=stack_overflow,
         pure_runner=pure_runner,
+        run_direct=run_direct,
+        NO=NO,
     )
     instr: Callable[[Frame], int] = make(**args)
     return instr

@@ -57,6 +57,11 @@ class Thread:
         name: human-readable label (``"main"``, ``"task 3"``, a worker id).
     """
 
+    #: Direct calls (:mod:`harnpy.runtime.direct`) are not tried while
+    #: ``direct_lo <= depth < direct_hi`` (set after a direct run nested too deep).
+    direct_lo = 0
+    direct_hi = 0
+
     def __init__(self, runtime: Any, name: str = "main", out: Callable[[str], Any] | None = None):
         self.runtime = runtime
         self.name = name
