@@ -94,10 +94,14 @@ class JsonEvents:
         services(runtime).run_events = self.run_event
 
 
-def resolve_target(target: str) -> str:
-    """The snapshot file ``--resume`` names: an existing path (absolute or relative to the
-    working directory), else a bare worker id under the worker state dir."""
-    if os.path.exists(target):
+def resolve_target(target: str, store_option: str | None = None) -> str:
+    """The checkpoint ``--resume`` names: a store reference ``<url>#<id>`` as given, an
+    existing path (absolute or relative to the working directory), else a bare worker id
+    (or a unique prefix of one) under the worker state dir or, with a store configured
+    (``--store`` / ``HARNPY_STORE``), in that store."""
+    from harnpy.lifecycle.checkpoint_store import is_store_ref, stored_worker_ref
+
+    if is_store_ref(target) or os.path.exists(target):
         return target
     if "/" not in target and not target.endswith(".json"):
         from harnpy.lifecycle.workers import state_dir
@@ -105,10 +109,24 @@ def resolve_target(target: str) -> str:
         cand = os.path.join(state_dir(), f"{target}.json")
         if os.path.exists(cand):
             return cand
+        try:
+            stored = stored_worker_ref(target, _StoreOption(store_option))
+        except Exception as e:  # noqa: BLE001 - StoreError: say why, look at files too
+            write_err(f"harnpy run --resume: warning: {e}\n")
+            stored = None
+        if stored is not None:
+            return stored
         found = _by_prefix(target)
         if found is not None:
             return found
     return target
+
+
+class _StoreOption:
+    """Stands in for a runtime when only the command's ``--store`` is known."""
+
+    def __init__(self, store_option: str | None) -> None:
+        self.store_option = store_option
 
 
 def _by_prefix(prefix: str) -> str | None:
@@ -152,6 +170,17 @@ def _snapshot_kind(path: str) -> str | None:
     the head only chooses which path refuses a bad file."""
     import stat
 
+    from harnpy.lifecycle.checkpoint_store import WORKER_MODES, checkpoint_for, is_store_ref
+
+    if is_store_ref(path):
+        try:
+            store, key = checkpoint_for(path)
+            info = store.checkpoint_info(key)
+        except Exception:  # noqa: BLE001 - StoreError: the worker path reports it
+            return "worker"
+        if info is not None and info.mode not in WORKER_MODES:
+            return "stored_program"
+        return "worker"
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -170,10 +199,21 @@ def _snapshot_kind(path: str) -> str | None:
 
 def resume_main(args: Any) -> int:
     """CLI handler of ``run --resume``; returns the exit code."""
-    path = resolve_target(args.resume)
+    from harnpy.lifecycle.checkpoint_store import use_store_option
+
+    use_store_option(getattr(args, "store", None))
+    path = resolve_target(args.resume, getattr(args, "store", None))
     events = JsonEvents(getattr(args, "quiet", False)) if getattr(args, "json", False) else None
-    if _snapshot_kind(path) == "worker":
+    kind = _snapshot_kind(path)
+    if kind == "worker":
         return resume_worker_main(args, path, events)
+    if kind == "stored_program":
+        write_err(
+            f"harnpy run --resume: error: {args.resume} is a program parked on a waitpoint; it "
+            "resumes when its waitpoint completes: `harnpy waitpoint complete ID JSON`, then "
+            "`harnpy waitpoint resume`\n"
+        )
+        return 2
     if getattr(args, "input", None) is not None:
         write_err(
             "harnpy run --resume: error: --input is the resume input of a parked worker; "
@@ -253,6 +293,7 @@ def resume_worker_main(args: Any, path: str, events: JsonEvents | None) -> int:
 
     rt = _runtime(events)
     rt.upgrade_code = bool(getattr(args, "upgrade_code", False))
+    rt.store_option = getattr(args, "store", None)
     _configure_llm(rt, args)
     # the resumed loop's outcome is this command's result (status line, exit code), not a
     # root loop's failure to report (harnpy.lifecycle.outcome_report)

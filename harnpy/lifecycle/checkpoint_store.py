@@ -1,7 +1,18 @@
-"""Where worker checkpoints live: the worker state directory (``HARN_WORKER_STATE_DIR``,
-``.harn/workers``, or a private per-user fallback), a worker's snapshot path, and the
-:class:`~harnpy.store.directory.DirectoryStore` (the ``directory`` backend of the
-checkpoint-store interface) that reads, claims and writes a snapshot file."""
+"""Where worker checkpoints live, and the store behind a worker's checkpoint reference.
+
+A worker's ``snapshot_path`` is a *checkpoint reference*:
+
+* a file path: the worker state directory (``HARN_WORKER_STATE_DIR``, ``.harn/workers``, or
+  a private per-user fallback) holds ``<id>.json``, read, claimed and written by the
+  :class:`~harnpy.store.directory.DirectoryStore` of that directory (the ``directory``
+  backend of the checkpoint-store interface);
+* ``<store url>#<worker id>`` when the program runs with an SQL store (``--store`` /
+  ``HARNPY_STORE`` naming ``sqlite:///...`` or ``postgresql://...``): the checkpoint is the
+  store's ``checkpoints`` row of that id, so any process (on any machine) that reaches the
+  store can resume it, exactly once (issue 10 point 1).
+
+:func:`checkpoint_for` gives the backend and key of either kind; the suspend / resume code
+asks it and never opens a snapshot file itself."""
 
 from __future__ import annotations
 
@@ -17,10 +28,95 @@ from harnpy.lifecycle.workers import (
     state_dir,
 )
 from harnpy.security import private_dir
+from harnpy.store.checkpoint_api import CheckpointStore
 from harnpy.store.directory import DirectoryStore
 
 #: One directory backend per directory (absolute path) for this process.
 _DIRECTORIES: dict[str, DirectoryStore] = {}
+
+#: URL schemes of a store checkpoint reference (``<url>#<worker id>``).
+_REF_SCHEMES = ("sqlite:", "postgres://", "postgresql://")
+
+
+def is_store_ref(ref: object) -> bool:
+    """Whether ``ref`` is a store checkpoint reference ``<sqlite:|postgresql:...>#<id>``
+    rather than a snapshot file path."""
+    if type(ref) is not str or "#" not in ref:
+        return False
+    low = ref[:16].lower()
+    return low.startswith(_REF_SCHEMES) and bool(ref.rpartition("#")[2])
+
+
+def split_store_ref(ref: str) -> tuple[str, str]:
+    """``(store url as shown, worker id)`` of a store checkpoint reference."""
+    url, _, key = ref.rpartition("#")
+    return url, key
+
+
+def checkpoint_for(ref: str, runtime: Any = None) -> tuple[CheckpointStore, str]:
+    """The backend holding checkpoint reference ``ref`` and its key there: the directory
+    backend of a snapshot file (:func:`directory_for`), or the SQL store of a
+    ``<url>#<id>`` reference. The store configured for this process (``runtime``'s
+    ``--store``, else ``HARNPY_STORE``) is used when its URL is the reference's (a
+    reference shows a PostgreSQL password masked, so only the configured URL can open such
+    a store); otherwise the reference's URL is opened.
+
+    Raises:
+        StoreError: the name cannot be a checkpoint file (``kind="config"``), or the store
+            cannot be opened (a masked password: ``kind="config"`` saying to configure it).
+    """
+    if not is_store_ref(ref):
+        return directory_for(ref)
+    from harnpy.lifecycle.waitpoints.stores import shared_store
+    from harnpy.store import StoreError
+
+    url, key = split_store_ref(ref)
+    configured = configured_sql_url(runtime)
+    if configured is not None and configured.display == url:
+        return shared_store(configured), key
+    if ":***@" in url:
+        raise StoreError(
+            f"checkpoint {ref} is in a store whose password is not shown: run with "
+            "--store URL (or HARNPY_STORE) naming that store",
+            "config",
+        )
+    return shared_store(url), key
+
+
+#: The ``--store`` of the command this process runs (:func:`use_store_option`).
+_PROCESS_STORE: list[str | None] = [None]
+
+
+def use_store_option(option: str | None) -> None:
+    """Remember the command's ``--store`` for checkpoint references resolved without a
+    runtime at hand (a claim, a listing)."""
+    _PROCESS_STORE[0] = option
+
+
+def configured_sql_url(runtime: Any = None) -> Any:
+    """The SQL store URL (:class:`~harnpy.store.StoreURL`) this process runs with: the
+    ``--store`` of ``runtime``'s command, else ``HARNPY_STORE``; None when none is named
+    or it names a ``directory`` store (worker checkpoints then stay files).
+
+    Raises:
+        StoreError: an unknown URL scheme.
+    """
+    from harnpy.store import configured_store_url
+
+    option = getattr(runtime, "store_option", None)
+    url = configured_store_url(option if option is not None else _PROCESS_STORE[0])
+    if url is None or url.kind not in ("sqlite", "postgresql"):
+        return None
+    return url
+
+
+def checkpoint_version(store: CheckpointStore, key: str) -> int | None:
+    """The version of checkpoint ``key`` now (None: there is none): the directory backend's
+    file token, the SQL row's commit counter."""
+    if isinstance(store, DirectoryStore):
+        return store.version(key)
+    info = store.checkpoint_info(key)
+    return None if info is None else info.version
 
 
 def directory_for(path: str) -> tuple[DirectoryStore, str]:
@@ -117,12 +213,32 @@ def _cache(runtime: Any, name: str) -> Any:
 
 
 def _target_path(runtime: Any, rec: WorkerRecord) -> str:
-    """Where ``rec``'s snapshot goes (and set ``rec.snapshot_path`` to it).
+    """Where ``rec``'s snapshot goes (and set ``rec.snapshot_path`` to it): the store
+    reference ``<url>#<id>`` when this process runs with an SQL store
+    (:func:`configured_sql_url`) and ``HARN_WORKER_STATE_DIR`` does not name a directory
+    for them, else ``<state dir>/<id>.json``. Fixed at the first write.
 
     Raises:
-        OSError: the state directory cannot be used (:func:`snapshot_dir`).
+        OSError: the state directory cannot be used (:func:`snapshot_dir`), or the store
+            cannot be opened (``strerror`` says which).
     """
     if getattr(rec, "snapshot_fixed", False):
+        return rec.snapshot_path
+    from harnpy.store import StoreError
+
+    try:
+        # an explicit HARN_WORKER_STATE_DIR keeps checkpoints files in that directory
+        explicit_dir = bool(os.environ.get("HARN_WORKER_STATE_DIR"))
+        url = None if explicit_dir else configured_sql_url(runtime)
+        if url is not None:
+            from harnpy.lifecycle.waitpoints.stores import shared_store
+
+            ref = shared_store(url).checkpoint_ref(rec.id)
+    except StoreError as e:
+        raise OSError(0, e.message) from None
+    if url is not None:
+        rec.snapshot_path = ref
+        rec.snapshot_fixed = True  # type: ignore[attr-defined]
         return rec.snapshot_path
     d = snapshot_dir(runtime)
     if os.path.dirname(rec.snapshot_path) != d:
@@ -156,3 +272,37 @@ def _loads(data: bytes) -> Any:
         return open_document(data, "the file")
     except SnapshotError as e:
         raise ValueError(e.message) from None
+
+
+#: ``checkpoints.mode`` values of agent-worker checkpoints (a parked program is ``program``).
+WORKER_MODES = ("workflow", "stage", "sub_agent", "delegated_stage", "top_level_agent")
+
+
+def stored_worker_ref(target: str, runtime: Any = None) -> str | None:
+    """The store reference of the agent-worker checkpoint a bare ``target`` names in the SQL
+    store this process runs with (:func:`configured_sql_url`): its id, or a unique prefix of
+    one with or without ``worker_``. None when no store is configured, nothing matches or
+    several do.
+
+    Raises:
+        StoreError: the configured store cannot be opened.
+    """
+    url = configured_sql_url(runtime)
+    if url is None or not target or "/" in target or "#" in target:
+        return None
+    from harnpy.lifecycle.waitpoints.stores import shared_store
+
+    store = shared_store(url)
+    for prefix in (target, f"worker_{target}"):
+        ids = [
+            i
+            for i in store.find_checkpoints(prefix)
+            if (info := store.checkpoint_info(i)) is not None and info.mode in WORKER_MODES
+        ]
+        if target in ids or prefix in ids:
+            return store.checkpoint_ref(prefix if prefix in ids else target)
+        if len(ids) == 1:
+            return store.checkpoint_ref(ids[0])
+        if ids:
+            return None
+    return None

@@ -20,7 +20,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harnpy.lifecycle.checkpoint_store import _dumps, _loads, directory_for
+from harnpy.lifecycle.checkpoint_store import (
+    _dumps,
+    _loads,
+    checkpoint_for,
+    checkpoint_version,
+    is_store_ref,
+)
 from harnpy.lifecycle.triggers.conditions import sus_error
 from harnpy.lifecycle.workers import (
     WorkerRecord,
@@ -88,11 +94,13 @@ def recover_stale_claim(path: str) -> bool:
     (``<path>.park``) is a sealed snapshot of the same worker, suspended, the park replaces
     ``path`` (atomically, under the directory lock). Returns whether the park was put back.
     Anything else (a live owner, no kept park, unreadable files) changes nothing."""
+    if is_store_ref(path):
+        return False  # a store's claims end with their lease
     try:
-        store, key = directory_for(path)
+        store, key = checkpoint_for(path)
     except StoreError:
         return False
-    return store.recover(key)
+    return store.recover(key)  # type: ignore[attr-defined,no-any-return]
 
 
 def busy_elsewhere(doc: dict[str, Any], worker_id: str) -> HarnError | None:
@@ -122,26 +130,43 @@ def commit_document(rec: WorkerRecord, path: str, body: bytes, doc: dict[str, An
             its resume owns the file now) or took this process's claim away; nothing was
             written.
     """
-    store, key = directory_for(path)
+    try:
+        store, key = checkpoint_for(path, rec.runtime)
+    except StoreError as e:
+        raise OSError(0, e.message) from None
+    extra: dict[str, Any] = {} if is_store_ref(path) else {"durable": durable}
     status = str(doc.get("status") or "")
     park = doc.get("park_id")
+    raw_sus = doc.get("suspension")
+    sus: dict[str, Any] = raw_sus if isinstance(raw_sus, dict) and status == "suspended" else {}
+    reason = sus.get("reason")
+    wake: list[str] = []
+    if sus:
+        from harnpy.lifecycle.worker_listing import wake_conditions
+
+        rw = doc.get("resume_wait")
+        durable = isinstance(rw, dict) and bool(rw.get("durable"))
+        wake = wake_conditions(sus.get("conditions"), rw, durable)
     meta = CheckpointMeta(
         status=status,
         park_id=park if type(park) is str else None,
         name=rec.name,
         mode=rec.mode,
+        reason=reason if type(reason) is str else None,
+        wake=wake,
     )
     claim: CheckpointClaim | None = getattr(rec, "ck_claim", None)
     try:
         if claim is not None and getattr(rec, "ck_claim_path", None) == path:
             try:
-                version = store.put_checkpoint(key, body, meta, fence=claim.fence, durable=durable)
+                version = store.put_checkpoint(key, body, meta, fence=claim.fence, **extra)
             finally:
                 if status != "running":
                     rec.ck_claim = None  # type: ignore[attr-defined]
+                    _stop_keeper(rec)
         else:
             version = store.put_checkpoint(
-                key, body, meta, expect_version=store.version(key), durable=durable
+                key, body, meta, expect_version=checkpoint_version(store, key), **extra
             )
     except StoreError as e:
         raise OSError(0, e.message) from None
@@ -163,10 +188,10 @@ def refresh_from_disk(runtime: Any, rec: WorkerRecord) -> None:
     if rec.status != "suspended" or not path:
         return
     try:
-        store, key = directory_for(path)
+        store, key = checkpoint_for(path, runtime)
+        version = checkpoint_version(store, key)
     except StoreError:
         return
-    version = store.version(key)
     if version is None or getattr(rec, "ck_version", None) == (path, version):
         return
     try:
@@ -243,8 +268,10 @@ def claim(path: str, worker_id: str, park_id: str | None = None) -> CheckpointCl
             not modified); ``HARN-SUS-004`` when it is unreadable.
     """
     try:
-        store, key = directory_for(path)
-        return store.claim_checkpoint(key, _holder(), park_id=park_id, owner=_owner())
+        store, key = checkpoint_for(path)
+        return store.claim_checkpoint(
+            key, _holder(), park_id=park_id, lease_ms=LEASE_MS, owner=_owner()
+        )
     except ClaimRefused as e:
         if e.reason == "missing":
             return None
@@ -264,6 +291,25 @@ def hold_claim(rec: WorkerRecord, path: str, c: CheckpointClaim | None) -> None:
     commits present the claim's fence (:func:`commit_document`)."""
     rec.ck_claim = c  # type: ignore[attr-defined]
     rec.ck_claim_path = path  # type: ignore[attr-defined]
+    _stop_keeper(rec)
+    if c is not None and is_store_ref(path):
+        from harnpy.lifecycle.waitpoints.state import LeaseKeeper
+
+        store, key = checkpoint_for(path, rec.runtime)
+        rec.ck_keeper = LeaseKeeper(store, key, c.fence, LEASE_MS)  # type: ignore[arg-type,attr-defined]
+
+
+#: The lease of a claim on a store checkpoint (ms); renewed every third of it while the
+#: resume runs, so a resumer that dies gives the park back within this long.
+LEASE_MS = 60_000
+
+
+def _stop_keeper(rec: WorkerRecord) -> None:
+    """Stop renewing the lease of ``rec``'s claim (committed, given back or lost)."""
+    keeper = getattr(rec, "ck_keeper", None)
+    if keeper is not None:
+        keeper.stop()
+        rec.ck_keeper = None  # type: ignore[attr-defined]
 
 
 def rollback(path: str, c: CheckpointClaim | None) -> None:
@@ -271,7 +317,7 @@ def rollback(path: str, c: CheckpointClaim | None) -> None:
     leaves the snapshot as it was: the kept park replaces the ``running`` file)."""
     if c is None:
         return
-    store, key = directory_for(path)
+    store, key = checkpoint_for(path)
     store.release_checkpoint_claim(key, c.fence)
 
 
@@ -280,7 +326,10 @@ def adopt(path: str, worker_id: str, park_id: Any) -> str:
     the directory lock): it must still be ``suspended`` at ``park_id`` with no live claim;
     it gets a new park id and this process as owner, so a process that held the same park
     can no longer resume it (``HARN-SUS-006``). Returns the new park id."""
-    store, key = directory_for(path)
+    try:
+        store, key = checkpoint_for(path)
+    except StoreError as e:
+        raise sus_error(4, f"load_agent: failed to load snapshot `{path}`: {e.message}") from None
     new_id = _new_park_id()
 
     def transform(raw: bytes) -> tuple[bytes, CheckpointMeta]:
@@ -317,12 +366,13 @@ def undo_resume(runtime: Any, rec: WorkerRecord) -> bool:
     if c is None or not path or rec.status != "running":
         return False
     try:
-        store, key = directory_for(path)
+        store, key = checkpoint_for(path, runtime)
         if not store.release_checkpoint_claim(key, c.fence):
             return False
     except StoreError:
         return False
     rec.ck_claim = None  # type: ignore[attr-defined]
+    _stop_keeper(rec)
     origin = getattr(rec, "cancelled_durable_wait", None)
     if type(origin) is dict:
         from harnpy.lifecycle.parking import _store_call

@@ -52,8 +52,13 @@ def loop_frame(thread: Any) -> Any:
 
 def source_lookup(snapshot_path: str) -> Any:
     """Where a worker resume finds stored module sources: beside the snapshot, and in the
-    store ``HARNPY_STORE`` names (opened only when a source is not stored beside it)."""
+    store ``HARNPY_STORE`` names (opened only when a source is not stored beside it). A
+    checkpoint in an SQL store (``<url>#<id>``) finds them in that store."""
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for, is_store_ref
     from harnpy.runtime.sources import SourceLookup
+
+    if is_store_ref(snapshot_path):
+        return SourceLookup(None, lambda: checkpoint_for(snapshot_path)[0])
 
     def configured() -> Any:
         from harnpy.store import configured_store_url, open_store

@@ -10,6 +10,7 @@ from collections.abc import Generator
 from typing import Any
 
 from harnpy.lifecycle._common import arg, strip_harness
+from harnpy.lifecycle.checkpoint_store import is_store_ref, stored_worker_ref
 from harnpy.lifecycle.claims import (
     adopt,
     busy_elsewhere,
@@ -48,6 +49,7 @@ from harnpy.runtime.scheduler import Block
 from harnpy.runtime.snapshot import SnapshotError
 from harnpy.runtime.values import CallRequest
 from harnpy.stdlib.registry import builtin
+from harnpy.store.errors import StoreError
 from harnpy.store.records import CheckpointClaim
 
 Gen = Generator[Any, Any, Any]
@@ -99,11 +101,21 @@ def parse_resume_args(args: tuple[Any, ...]) -> ResumeArgs:
     return out
 
 
-def _snapshot_target(target: str) -> str:
-    """A snapshot path for a target string (2.4 step 3)."""
-    if "/" in target or target.endswith(".json"):
+def _snapshot_target(target: str, runtime: Any = None) -> str:
+    """A checkpoint reference for a target string (2.4 step 3): a path or store reference
+    as given; a bare id names ``<state dir>/<id>.json`` when that file exists or no SQL
+    store is configured, else that worker's checkpoint in the store
+    (:func:`~harnpy.lifecycle.checkpoint_store.stored_worker_ref`)."""
+    if "/" in target or target.endswith(".json") or is_store_ref(target):
         return target
-    return os.path.join(state_dir(), f"{target}.json")
+    path = os.path.join(state_dir(), f"{target}.json")
+    if os.path.exists(path):
+        return path
+    try:
+        stored = stored_worker_ref(target, runtime)
+    except StoreError:
+        stored = None
+    return stored if stored is not None else path
 
 
 def _live_worker(runtime: Any, target: Any) -> WorkerRecord | None:
@@ -165,7 +177,7 @@ def resume_gen(
             raise sus_error(4, "resume_agent: missing worker id or snapshot path")
         # 2.4 step 3: a handle or id that is not live names <state_dir>/<id>.json (a handle
         # kept across a program snapshot or a REPL :save/:restore)
-        path = _snapshot_target(ref)
+        path = _snapshot_target(ref, rt)
         with contextlib.suppress(OSError):
             recover_stale_claim(path)  # a resume that died mid-run: its park goes back
         try:

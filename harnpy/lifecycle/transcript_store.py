@@ -224,7 +224,12 @@ def plan(
     """What a park of the worker whose snapshot is ``snapshot_path`` appends for its
     ``transcript`` (a transcript dict) and loop state ``st`` (:func:`streams_of`). None
     when there is nothing to keep in a file, or an entry is not self-contained snapshot
-    data: the lists then stay inside the snapshot."""
+    data: the lists then stay inside the snapshot — as they do for a checkpoint in an SQL
+    store (``snapshot_path`` a ``<url>#<id>`` reference), which has no directory beside it."""
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
+
+    if is_store_ref(snapshot_path):
+        return None
     streams = streams_of(transcript, st)
     if not streams:
         return None

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from harnpy.lifecycle._common import now_rfc3339
+from harnpy.lifecycle.checkpoint_store import is_store_ref
 from harnpy.lifecycle.parking import cancel_wait
 from harnpy.lifecycle.resuming import ResumeArgs, resume_sync
 from harnpy.lifecycle.services import services
@@ -50,7 +51,9 @@ def _on_wait_fired(runtime: Any, req: Any) -> Any:
     wait fired (lifecycle.md 4.4)."""
     rec = services(runtime).workers.get(req.worker_id)
     if rec is None:
-        if req.snapshot_path and os.path.exists(req.snapshot_path):
+        if req.snapshot_path and (
+            is_store_ref(req.snapshot_path) or os.path.exists(req.snapshot_path)
+        ):
             target: Any = req.snapshot_path
         else:
             raise runtime_error(f"unknown worker: {req.worker_id}")

@@ -8,7 +8,15 @@ import os
 from typing import Any
 
 from harnpy.lifecycle._common import now_rfc3339
-from harnpy.lifecycle.checkpoint_store import _cache, _dumps, _loads, _target_path
+from harnpy.lifecycle.checkpoint_store import (
+    WORKER_MODES,
+    _cache,
+    _dumps,
+    _loads,
+    _target_path,
+    checkpoint_for,
+    is_store_ref,
+)
 from harnpy.lifecycle.claims import _owner, commit_document
 from harnpy.lifecycle.services import services
 from harnpy.lifecycle.workers import (
@@ -16,6 +24,7 @@ from harnpy.lifecycle.workers import (
 )
 from harnpy.runtime.errors import HarnError, runtime_error
 from harnpy.runtime.snapshot import MAX_SNAPSHOT_BYTES, SnapshotError
+from harnpy.store.errors import StoreError
 
 WORKER_SNAPSHOT_TYPE = "worker_snapshot"
 DAEMON_SNAPSHOT_TYPE = "daemon_snapshot"
@@ -23,7 +32,7 @@ DAEMON_SNAPSHOT_TYPE = "daemon_snapshot"
 WORKER_FORMAT_VERSION = 1
 #: Event queue capacity reported in daemon snapshots (lifecycle.md 3.7).
 EVENT_QUEUE_CAPACITY = 1024
-_MODES = ("workflow", "stage", "sub_agent", "delegated_stage", "top_level_agent")
+_MODES = WORKER_MODES
 
 
 class SnapshotLoadError(Exception):
@@ -360,10 +369,19 @@ def persist(
     if isinstance(doc.get("harnpy_thread"), dict):  # a park: keep the code it runs
         from harnpy.runtime.sources import persist_sources
 
-        for problem in persist_sources(runtime, doc, snapshot_path=path):
+        if is_store_ref(path):
+            try:
+                store, key = checkpoint_for(path, runtime)
+            except StoreError as e:
+                store, key = None, ""
+                runtime.write_err(f"harnpy: warning: {e.message}\n")
+            problems = persist_sources(runtime, doc, store=store, checkpoint_id=key)
+        else:
+            problems = persist_sources(runtime, doc, snapshot_path=path)
+        for problem in problems:
             runtime.write_err(f"harnpy: warning: {problem} (a resume then needs the same files)\n")
     if doc.get("status") != "running":
-        if plan is not None and plan.fresh:
+        if plan is not None and plan.fresh and not is_store_ref(path):
             # a new transcript generation: the files of earlier ones are no longer needed
             transcript_store.sweep(path, plan.new.name)
     if st is not None and st.get("daemon") and type(st.get("persist_path")) is str:
@@ -420,7 +438,7 @@ def persist_metadata(runtime: Any, rec: WorkerRecord) -> None:
     """Advisory write of ``rec``'s metadata (spawn, completion, cancel): no evaluator state,
     no fsync, skipped unless ``carry.persist_state`` (default true) or a snapshot file
     already exists (a closed suspended worker must be marked so in its file)."""
-    if not rec.carry.get("persist_state", True) and not os.path.exists(rec.snapshot_path):
+    if not rec.carry.get("persist_state", True) and not _checkpoint_exists(rec):
         return
     try:
         persist(runtime, rec, durable=False, reduce=rec.status != "running")
@@ -429,8 +447,40 @@ def persist_metadata(runtime: Any, rec: WorkerRecord) -> None:
             runtime.write_err(f"harnpy: warning: {e.message}\n")
 
 
+def _read_stored(ref: str) -> bytes:
+    """The body of store checkpoint ``ref`` (the park while a resume holds it).
+
+    Raises:
+        SnapshotLoadError: no such checkpoint, the store cannot be reached, or the row
+            fails the store's checks.
+    """
+    try:
+        store, key = checkpoint_for(ref)
+        got = store.get_checkpoint(key)
+    except StoreError as e:
+        raise SnapshotLoadError(e.message) from None
+    if got is None:
+        raise SnapshotLoadError("no such checkpoint in the store")
+    return got[1]
+
+
+def _checkpoint_exists(rec: WorkerRecord) -> bool:
+    """Whether ``rec``'s checkpoint (file or store row) exists."""
+    ref = rec.snapshot_path
+    if not ref:
+        return False
+    if not is_store_ref(ref):
+        return os.path.exists(ref)
+    try:
+        store, key = checkpoint_for(ref, rec.runtime)
+        return store.checkpoint_info(key) is not None
+    except StoreError:
+        return False
+
+
 def read_document(path: str) -> tuple[dict[str, Any], bytes]:
-    """Read and validate a worker snapshot (a regular file within the size cap, its seal,
+    """Read and validate a worker snapshot (a file path: a regular file within the size
+    cap; a store reference ``<url>#<id>``: the store's row, at most 4 MiB), its seal,
     JSON, format version, config mode, the
     envelope shape :class:`~harnpy.lifecycle.documents.WorkerSnapshotDoc` — every field a
     resume reads — and the embedded evaluator snapshot's envelope). Never modifies the file.
@@ -443,14 +493,17 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
     from harnpy.security import FileTooLarge, read_capped
     from harnpy.shapes import ShapeError, structure
 
-    try:
-        raw = read_capped(path, MAX_SNAPSHOT_BYTES)
-    except FileTooLarge as e:
-        raise SnapshotLoadError(
-            f"snapshot is {e.size} bytes, over the {MAX_SNAPSHOT_BYTES}-byte limit"
-        ) from None
-    except OSError as e:
-        raise SnapshotLoadError(e.strerror or str(e)) from None
+    if is_store_ref(path):
+        raw = _read_stored(path)
+    else:
+        try:
+            raw = read_capped(path, MAX_SNAPSHOT_BYTES)
+        except FileTooLarge as e:
+            raise SnapshotLoadError(
+                f"snapshot is {e.size} bytes, over the {MAX_SNAPSHOT_BYTES}-byte limit"
+            ) from None
+        except OSError as e:
+            raise SnapshotLoadError(e.strerror or str(e)) from None
     if not raw.strip():
         raise SnapshotLoadError("the file is empty")
     try:
@@ -541,6 +594,8 @@ def canonical_snapshot(path: str, doc: dict[str, Any]) -> tuple[str, dict[str, A
         SnapshotLoadError: a link out of the state directory, several hard links, or the
             worker's own file is unreadable.
     """
+    if is_store_ref(path):
+        return path, doc  # a row has one name
     real = resolve_links(path)
     if real != path:
         path = real

@@ -190,6 +190,36 @@ def _snapshot_rows(
     return rows
 
 
+def _stored_rows(store: Any, include_all: bool, warn: Callable[[str], None]) -> list[ParkedWorker]:
+    """The agent workers whose checkpoints are rows of SQL ``store`` (a worker parked with
+    ``--store`` / ``HARNPY_STORE``): ``suspended`` ones, every one with ``include_all``. A
+    row a live claim holds shows ``running``; one whose claim's lease ran out is
+    ``suspended`` again (its next resume takes the park back)."""
+    from harnpy.lifecycle.checkpoint_store import WORKER_MODES
+    from harnpy.store import StoreError
+
+    lister = getattr(store, "list_checkpoints", None)
+    if lister is None:
+        return []
+    try:
+        infos = lister(None if include_all else ("suspended",))
+    except StoreError as e:
+        warn(f"harnpy workers: cannot list the checkpoints of {store.display}: {e.message}")
+        return []
+    return [
+        ParkedWorker(
+            worker_id=i.worker_id,
+            status=i.status,
+            reason=i.reason or "",
+            wake=list(i.wake) if i.status == "suspended" else [],
+            snapshot_path=i.ref,
+            snapshot_status=i.status,
+        )
+        for i in infos
+        if i.mode in WORKER_MODES
+    ]
+
+
 def _wait_row(rec: Any) -> ParkedWorker:
     from harnpy.lifecycle.triggers._util import snapshot_status
 
@@ -242,7 +272,10 @@ def list_workers(
             row = _wait_row(rec)
             rows.append(row)
             by_worker.setdefault(rec.worker_id, row)
-    for snap in _snapshot_rows(snapshot_dirs() if dirs is None else dirs, include_all, say):
+    found = _snapshot_rows(snapshot_dirs() if dirs is None else dirs, include_all, say)
+    if store is not None:
+        found = [*_stored_rows(store, include_all, say), *found]
+    for snap in found:
         known = by_worker.get(snap.worker_id)
         if known is not None:
             known.reason = known.reason or snap.reason

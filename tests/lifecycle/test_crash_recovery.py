@@ -71,6 +71,15 @@ def _park(tmp_path: Path, step_ms: int = 4000) -> Path:
     return snap
 
 
+def _stored_status(store_path: str, worker_id: str) -> str:
+    """The status of a worker checkpoint kept in the SQLite store ``store_path``."""
+    from harnpy.store import open_store
+
+    info = open_store(f"sqlite://{store_path}").checkpoint_info(worker_id)
+    assert info is not None
+    return info.status
+
+
 def _status(snap: Path) -> str:
     return str(read_doc(snap)["status"])
 
@@ -222,13 +231,16 @@ def test_a_runner_killed_between_receipt_and_claim_loses_no_resume(tmp_path: Pat
     from harnpy.lifecycle.triggers.store import open_store
 
     store_path = str(tmp_path / "s.sqlite3")
-    env = {**ENV, "HARNPY_STORE": store_path}
+    # a store and no state directory: the worker checkpoint is a row of the store
+    env = {**ENV, "HARNPY_STORE": store_path, "HARN_WORKER_STATE_DIR": ""}
     (tmp_path / "w.harn").write_text(TRIGGER_PARK)
     p = harnpy("run", "w.harn", cwd=tmp_path, env=env)
     assert p.returncode == 0 and p.stdout.strip() == "suspended", p.stderr
-    (snap,) = (tmp_path / ".harn" / "workers").glob("worker_*.json")
+    assert not (tmp_path / ".harn" / "workers").exists()  # the checkpoint is a store row
     s = open_store(store_path)
     (wait,) = s.list_waits()
+    ref = wait.snapshot_path
+    assert ref == f"sqlite://{store_path}#{wait.worker_id}"
     wait.deadline_ms = 1  # the timeout is due now
     s.update(wait)
     # a runner claimed it and its resume shim wrote the receipt, then both were killed
@@ -241,11 +253,14 @@ def test_a_runner_killed_between_receipt_and_claim_loses_no_resume(tmp_path: Pat
     w = harnpy("worker", "--once", cwd=tmp_path, env=env)
     assert w.returncode == 0, w.stderr
     assert "never took effect; resuming again" in w.stderr
-    assert _status(snap) == "completed"
+    assert _stored_status(store_path, wait.worker_id) == "completed"
     assert _steps(tmp_path) == 1
     rec = s.get(wait.id)
     assert rec is not None and rec.status == "completed"
-    assert rec.outcome["status"] == "resumed"
+    # the resumed worker's checkpoint commit completed the wait of the park it left (same
+    # transaction); the runner's outcome is kept beside
+    assert rec.outcome["status"] == "consumed"
+    assert rec.outcome["runner_outcome"]["status"] == "resumed"
     # and a receipt whose resume did take effect is only recorded, never run again
     assert harnpy("worker", "--once", cwd=tmp_path, env=env).returncode == 0
     assert _steps(tmp_path) == 1

@@ -45,16 +45,29 @@ def _mode(p: Path) -> int:
 
 
 def test_state_directories_and_logs_are_private_under_umask_000(tmp_path: Path) -> None:
+    import json
+
     (tmp_path / "tw.harn").write_text(PARK)
+    # with a store the checkpoint is a row of .harn/harnpy.sqlite3; the runner logs a file
     env = {"HARNPY_STORE": "default"}
     r = _harnpy(["run", "tw.harn"], tmp_path, env)
     assert r.returncode == 0 and r.stdout.strip() == "suspended", r.stderr
-    (snap,) = (tmp_path / ".harn" / "workers").glob("worker_*.json")
-    w = _harnpy(["workers", "resume", snap.stem], tmp_path, env)
+    listed = _harnpy(["workers", "ls", "--json"], tmp_path, env)
+    (row,) = json.loads(listed.stdout)
+    assert row["snapshot_path"].startswith("sqlite://"), row
+    w = _harnpy(["workers", "resume", row["worker_id"]], tmp_path, env)
     assert w.returncode == 0, w.stdout + w.stderr
     logs = list((tmp_path / ".harn" / "logs").glob("*.log"))
     assert logs, "the runner wrote no log"
-    for d in (tmp_path / ".harn", tmp_path / ".harn" / "workers", tmp_path / ".harn" / "logs"):
+    # without a store the checkpoint is a file of .harn/workers
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "tw.harn").write_text(PARK)
+    r = _harnpy(["run", "tw.harn"], tmp_path / "files", {"HARNPY_STORE": ""})
+    assert r.returncode == 0 and r.stdout.strip() == "suspended", r.stderr
+    (snap,) = (tmp_path / "files" / ".harn" / "workers").glob("worker_*.json")
+    dirs = [tmp_path / ".harn", tmp_path / ".harn" / "logs"]
+    dirs += [tmp_path / "files" / ".harn", tmp_path / "files" / ".harn" / "workers"]
+    for d in dirs:
         assert _mode(d) == 0o700, (d, oct(_mode(d)))
     for f in [snap, *logs, tmp_path / ".harn" / "harnpy.sqlite3"]:
         assert _mode(f) == 0o600, (f, oct(_mode(f)))

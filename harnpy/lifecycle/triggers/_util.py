@@ -35,10 +35,29 @@ def sanitize_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", text)
 
 
+def _stored(ref: str) -> tuple[Any, bytes] | None:
+    """``(listing columns, body)`` of store checkpoint ``ref``; None when there is none or
+    the store cannot be read."""
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for
+    from harnpy.store.errors import StoreError
+
+    try:
+        store, key = checkpoint_for(ref)
+        return store.get_checkpoint(key)
+    except StoreError:
+        return None
+
+
 def file_sha256(path: str | None) -> str | None:
-    """Hex SHA-256 of a file's bytes, or None when it cannot be read."""
+    """Hex SHA-256 of a snapshot's bytes (a file, or the body of a store checkpoint
+    ``<url>#<id>``), or None when it cannot be read."""
     if not path:
         return None
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
+
+    if is_store_ref(path):
+        got = _stored(path)
+        return None if got is None else hashlib.sha256(got[1]).hexdigest()
     try:
         with open(path, "rb") as fh:
             return hashlib.sha256(fh.read()).hexdigest()
@@ -62,15 +81,10 @@ def rewrite_snapshot_status(
     (checked under :func:`dir_lock`: a worker resumed, completed or parked again meanwhile
     is left alone). False when nothing was written (missing file, not a JSON object, or an
     expectation not met)."""
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
     from harnpy.runtime.snapshot import write_atomic
 
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path)) or "."):
-        return False
-    with dir_lock(path):
-        read = _read_worker_record(path)
-        if read is None:
-            return False
-        doc, target = read
+    def rewrite(doc: dict[str, Any], target: dict[str, Any]) -> bool:
         if expect_status is not None and target.get("status") != expect_status:
             return False
         if expect_park_id is not None and target.get("park_id") != expect_park_id:
@@ -83,16 +97,73 @@ def rewrite_snapshot_status(
         target["finished_at"] = rfc3339(now_ms)
         if extra:
             target.update(extra)
+        return True
+
+    if is_store_ref(path):
+        return _rewrite_stored(path, rewrite, expect_status, expect_park_id)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path)) or "."):
+        return False
+    with dir_lock(path):
+        read = _read_worker_record(path)
+        if read is None:
+            return False
+        doc, target = read
+        if not rewrite(doc, target):
+            return False
         from harnpy.runtime.snapshot import seal_document
 
         write_atomic(path, seal_document(doc), max_bytes=None)
         return True
 
 
+def _rewrite_stored(
+    ref: str,
+    rewrite: Any,
+    expect_status: str | None,
+    expect_park_id: str | None,
+) -> bool:
+    """:func:`rewrite_snapshot_status` of a store checkpoint: one conditional update
+    (``update_checkpoint_if``: only while no live claim holds it and it still has the
+    expected status / park)."""
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for
+    from harnpy.runtime.snapshot import SnapshotError, open_document, seal_document
+    from harnpy.store import CheckpointMeta
+    from harnpy.store.errors import StoreError
+
+    def transform(body: bytes) -> tuple[bytes, CheckpointMeta] | None:
+        try:
+            doc = open_document(body, f"checkpoint {ref}")
+        except SnapshotError:
+            return None
+        if not isinstance(doc, dict):
+            return None
+        inner = doc.get("worker")
+        target = inner if isinstance(inner, dict) else doc
+        if not rewrite(doc, target):
+            return None
+        park = target.get("park_id")
+        meta = CheckpointMeta(
+            status=str(target.get("status")),
+            park_id=park if isinstance(park, str) else None,
+            name=target.get("name") if isinstance(target.get("name"), str) else None,
+            mode=target.get("mode") if isinstance(target.get("mode"), str) else None,
+        )
+        return seal_document(doc), meta
+
+    try:
+        store, key = checkpoint_for(ref)
+        return store.update_checkpoint_if(
+            key, transform, expect_status=expect_status, expect_park_id=expect_park_id
+        )
+    except StoreError:
+        return False
+
+
 def _read_worker_record(path: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """``(document, worker record)`` of a worker snapshot file: the record is the document's
     ``worker`` object when it has one, else the document itself. None when the file cannot
     be read, is not sealed with our key (or was changed since) or is not a JSON object."""
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
     from harnpy.runtime.snapshot import (
         MAX_SNAPSHOT_BYTES,
         SnapshotError,
@@ -101,7 +172,16 @@ def _read_worker_record(path: str) -> tuple[dict[str, Any], dict[str, Any]] | No
     )
 
     try:
-        doc = open_document(read_snapshot_bytes(path, MAX_SNAPSHOT_BYTES), f"snapshot {path}")
+        if is_store_ref(path):
+            got = _stored(path)
+            if got is None:
+                return None
+            doc = open_document(got[1], f"checkpoint {path}")
+            if got[0].status == "running" and isinstance(doc, dict):
+                # a live claim holds it (the body shown is the park): a resume runs now
+                doc = {**doc, "status": "running", "owner": got[0].claim_owner}
+        else:
+            doc = open_document(read_snapshot_bytes(path, MAX_SNAPSHOT_BYTES), f"snapshot {path}")
     except SnapshotError:
         return None
     if not isinstance(doc, dict):

@@ -450,7 +450,7 @@ class TriggerDispatcher:
             id=wait.id,
             worker_id=wait.worker_id,
             version=wait.version,
-            snapshot_path=os.path.abspath(wait.snapshot_path) if wait.snapshot_path else None,
+            snapshot_path=_absolute_ref(wait.snapshot_path),
             snapshot_sha256=file_sha256(wait.snapshot_path),
             park_id=wait.park_id,
             conditions=wc.to_json(),
@@ -1309,3 +1309,13 @@ def get_dispatcher(runtime: Any) -> TriggerDispatcher:
 
         install(d)
     return d
+
+
+def _absolute_ref(ref: str | None) -> str | None:
+    """A checkpoint reference as a wait record keeps it: a file path made absolute, a store
+    reference ``<url>#<id>`` as it is."""
+    if not ref:
+        return None
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
+
+    return ref if is_store_ref(ref) else os.path.abspath(ref)
