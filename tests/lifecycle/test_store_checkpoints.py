@@ -1,0 +1,202 @@
+"""Agent-worker checkpoints in the SQL store (issue 10 point 1): with ``--store`` /
+``HARNPY_STORE`` and no ``HARN_WORKER_STATE_DIR``, a parked worker's snapshot is the store's
+checkpoint row ``<url>#<worker id>``, so a process elsewhere (another working directory,
+another machine) resumes it, exactly once; ``harnpy workers ls`` lists it; a resumer
+killed mid-run gives the park back when its lease expires. Every test runs on SQLite and on
+PostgreSQL (``store_url``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import REPO, harnpy
+
+APPROVAL = """
+tool note(text: string) -> string {
+  description "Record a step."
+  append_file("STEPS", text + "\\n")
+  return "noted"
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "a", name: "note", arguments: {text: "before"}}]})
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption",
+    arguments: {reason: "needs approval"}}]})
+  llm_mock({tool_calls: [{id: "b", name: "note", arguments: {text: "after"}}]})
+  llm_mock({text: "shipped"})
+  const r = agent_loop("ship it", nil, {provider: "mock", tools: [note], max_iterations: 8})
+  println(r.status)
+  println(r.snapshot_path)
+}
+"""
+
+
+def _env(store_url: str, steps: Path, **extra: str) -> dict[str, str]:
+    # no state directory: checkpoints go to the store; STEPS is where the tool writes
+    return {
+        "HARN_LLM_CALLS_DISABLED": "1",
+        "HARN_WORKER_STATE_DIR": "",
+        "HARNPY_STORE": store_url,
+        "PYTHONPATH": str(REPO),
+        **extra,
+    }
+
+
+def _park(tmp_path: Path, store_url: str, prog: str = APPROVAL) -> str:
+    """Run ``prog`` in ``tmp_path/a``; returns the checkpoint reference it parked at."""
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "w.harn").write_text(prog, encoding="utf-8")
+    p = harnpy("run", "w.harn", cwd=a, env=_env(store_url, a / "STEPS"))
+    assert p.returncode == 0, p.stderr
+    status, ref = p.stdout.strip().splitlines()[-2:]
+    assert status == "suspended", p.stdout
+    return ref
+
+
+def _steps(d: Path) -> list[str]:
+    f = d / "STEPS"
+    return f.read_text(encoding="utf-8").split() if f.exists() else []
+
+
+def test_a_worker_parked_with_a_store_is_a_row_and_resumes_in_another_directory(
+    tmp_path: Path, store_url: str
+) -> None:
+    ref = _park(tmp_path, store_url)
+    wid = ref.rpartition("#")[2]
+    assert ref.startswith(("sqlite://", "postgresql://")) and wid.startswith("worker_")
+    assert not (tmp_path / "a" / ".harn" / "workers").exists()  # no snapshot file anywhere
+    assert _steps(tmp_path / "a") == ["before"]
+    # another process in another working directory (another machine: it shares only the
+    # store) resumes it by a unique prefix of its id
+    b = tmp_path / "b"
+    b.mkdir()
+    env = _env(store_url, b / "STEPS")
+    ls = harnpy("workers", "ls", "--json", cwd=b, env=env)
+    (row,) = json.loads(ls.stdout)
+    assert (row["worker_id"], row["status"], row["snapshot_path"]) == (wid, "suspended", ref)
+    assert row["reason"] == "needs approval"
+    r = harnpy("run", "--resume", wid.removeprefix("worker_")[:13], cwd=b, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "shipped"
+    assert f"worker {wid} completed" in r.stderr
+    assert _steps(b) == ["after"]  # the turn before the park did not run again
+    # exactly once: the checkpoint now says completed, a second resume is refused
+    again = harnpy("run", "--resume", ref, cwd=b, env=env)
+    assert again.returncode == 1
+    assert "HARN-SUS-003" in again.stderr and "status=completed" in again.stderr
+    assert _steps(b) == ["after"]
+    assert json.loads(harnpy("workers", "ls", "--json", cwd=b, env=env).stdout) == []
+
+
+def test_concurrent_resumes_of_one_stored_checkpoint_have_one_winner(
+    tmp_path: Path, store_url: str
+) -> None:
+    ref = _park(tmp_path, store_url)
+    b = tmp_path / "b"
+    b.mkdir()
+    env = {**os.environ, **_env(store_url, b / "STEPS")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "harnpy", "run", "--resume", ref],
+            cwd=b,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
+    codes = sorted(c for c, _ in results)
+    assert codes == [0, 1, 1, 1], results
+    for code, err in results:
+        if code == 1:
+            assert "HARN-SUS-006" in err or "HARN-SUS-003" in err, err
+    assert _steps(b) == ["after"]  # the resumed turn ran once
+
+
+SLOW = """
+tool slow(text: string) -> string {
+  description "A slow step."
+  append_file("STEPS", text + "\\n")
+  while file_exists("HOLD") { sleep(50) }
+  return "done"
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "go"}}]})
+  llm_mock({tool_calls: [{id: "s", name: "slow", arguments: {text: "slow"}}]})
+  llm_mock({text: "finished"})
+  const r = agent_loop("run", nil, {provider: "mock", tools: [slow], max_iterations: 6})
+  println(r.status)
+  println(r.snapshot_path)
+}
+"""
+
+
+def test_a_resumer_killed_mid_run_gives_the_park_back_when_its_lease_expires(
+    tmp_path: Path, store_url: str
+) -> None:
+    ref = _park(tmp_path, store_url, SLOW)
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "HOLD").write_text("")  # the slow tool waits while this file exists
+    env = _env(store_url, b / "STEPS", HARNPY_CHECKPOINT_LEASE_MS="1500")
+    p = subprocess.Popen(
+        [sys.executable, "-m", "harnpy", "run", "--resume", ref],
+        cwd=b,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while _steps(b) != ["slow"]:  # the resumed turn is running its tool
+        assert time.monotonic() < deadline and p.poll() is None
+        time.sleep(0.05)
+    time.sleep(1.0)  # longer than a third of the lease: it was renewed at least once
+    # while the claim's lease is renewed a second resume is refused
+    busy = harnpy("run", "--resume", ref, cwd=b, env=env)
+    assert busy.returncode == 1 and "HARN-SUS-006" in busy.stderr, busy.stderr
+    ls = json.loads(harnpy("workers", "ls", "--all", "--json", cwd=b, env=env).stdout)
+    assert [r["status"] for r in ls] == ["running"]
+    os.kill(p.pid, signal.SIGKILL)  # the machine is lost mid-turn
+    p.wait()
+    time.sleep(2.0)  # its lease expires
+    ls = json.loads(harnpy("workers", "ls", "--json", cwd=b, env=env).stdout)
+    assert [r["status"] for r in ls] == ["suspended"]
+    # the next resume starts again from the last park: the killed turn runs again (at
+    # least once inside a turn), and the outcome is committed once
+    (b / "HOLD").unlink()
+    r = harnpy("run", "--resume", ref, cwd=b, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "finished"
+    assert _steps(b) == ["slow", "slow"]
+    again = harnpy("run", "--resume", ref, cwd=b, env=env)
+    assert again.returncode == 1 and "status=completed" in again.stderr
+
+
+def test_resume_agent_in_another_process_finds_the_worker_in_the_store(
+    tmp_path: Path, store_url: str
+) -> None:
+    ref = _park(tmp_path, store_url)
+    wid = ref.rpartition("#")[2]
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "r.harn").write_text(
+        # a script's resume_agent answers from the script's own mock queue
+        "pipeline main() {\n"
+        '  llm_mock({tool_calls: [{id: "b", name: "note", arguments: {text: "after"}}]})\n'
+        '  llm_mock({text: "shipped"})\n'
+        f'  const s = wait_agent(resume_agent("{wid}", "approved"))\n'
+        "  println(s.status)\n  println(s.result.summary)\n}\n",
+        encoding="utf-8",
+    )
+    r = harnpy("run", "r.harn", cwd=b, env=_env(store_url, b / "STEPS"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["completed", "shipped"]
+    assert _steps(b) == ["after"]
