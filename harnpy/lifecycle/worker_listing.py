@@ -1,5 +1,5 @@
-"""``harnpy workers ls``: the parked workers, from the store's waits and from the snapshot
-directory (issue 14 point 3, issue 10 point 6).
+"""``harnpy workers ls``: the parked workers, from the store's waits, the store's worker
+checkpoints and the snapshot directory (issue 14 point 3, issue 10 points 1 and 6).
 
 A row is one worker: its durable wait when the store has one (the wait's status, what it
 waits for, when it is due), merged with its snapshot file when the snapshot directory has
@@ -240,7 +240,7 @@ def _wait_row(rec: Any) -> ParkedWorker:
     else:
         times = [x for x in (rec.next_fire_ms, rec.deadline_ms) if x is not None]
         due = _when(min(times), exact=True) if times else "-"
-    path = rec.snapshot_path if rec.snapshot_path and "#" not in rec.snapshot_path else None
+    path = rec.snapshot_path or None
     return ParkedWorker(
         worker_id=rec.worker_id,
         status=rec.status,

@@ -89,8 +89,10 @@ class UsageError(Exception):
 def main(args: argparse.Namespace) -> int:
     """Dispatch ``worker`` / ``workers`` commands; returns the exit status (2 for a usage
     error or a store that cannot be opened or read, with a one-line message naming it)."""
+    from harnpy.lifecycle.checkpoint_store import use_store_option
     from harnpy.lifecycle.triggers.store import StoreError
 
+    use_store_option(getattr(args, "store", None))  # checkpoint references in that store
     if args.command == "workers":
         missing = _missing_store(getattr(args, "store", None))
         if missing is not None:  # inspecting creates nothing: no store means no waits
@@ -299,14 +301,14 @@ def _find(store: Any, key: str, quiet: bool = False) -> Any:
 
 
 def _show_parked(args: argparse.Namespace, store: Any) -> int | None:
-    """``workers show ID`` of a worker the snapshot directory holds (no wait of it in the
-    store): its status, reason, wake conditions and snapshot; None when ``ID`` names no
+    """``workers show ID`` of a worker the snapshot directory or the store's checkpoints
+    hold (no wait of it in the store): its status, reason, wake conditions and snapshot; None when ``ID`` names no
     such worker (1 when it names several)."""
     import json
 
     from harnpy.lifecycle.worker_listing import list_workers, resolve_worker
 
-    rows = {r.worker_id: r for r in list_workers(None, include_all=True)}
+    rows = {r.worker_id: r for r in list_workers(store, include_all=True)}
     hits = resolve_worker(args.id, rows)
     if not hits:
         return None
