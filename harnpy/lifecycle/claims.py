@@ -117,9 +117,11 @@ def busy_elsewhere(doc: dict[str, Any], worker_id: str) -> HarnError | None:
 
 
 def commit_document(rec: WorkerRecord, path: str, body: bytes, doc: dict[str, Any],
-                    *, durable: bool = True) -> None:  # fmt: skip
+                    *, durable: bool = True, transcript: Any = None) -> None:  # fmt: skip
     """Commit ``body`` (the sealed document ``doc``) as ``rec``'s snapshot ``path``
-    through the store interface: under ``rec``'s claim (its fence) when this process
+    through the store interface (with ``transcript``, a
+    :class:`~harnpy.store.records.TranscriptAppend` of a store checkpoint, in the same
+    transaction): under ``rec``'s claim (its fence) when this process
     resumed it — the claim ends, and the kept park goes, when ``doc`` is not ``running``
     — else over whatever the file holds, unless another process's live claim holds it.
     The version written is remembered (:func:`refresh_from_disk` does not read this
@@ -134,7 +136,10 @@ def commit_document(rec: WorkerRecord, path: str, body: bytes, doc: dict[str, An
         store, key = checkpoint_for(path, rec.runtime)
     except StoreError as e:
         raise OSError(0, e.message) from None
-    extra: dict[str, Any] = {} if is_store_ref(path) else {"durable": durable}
+    # a file's transcript was appended beside it already; a row's commits with it
+    extra: dict[str, Any] = (
+        {"transcript": transcript} if is_store_ref(path) else {"durable": durable}
+    )
     status = str(doc.get("status") or "")
     park = doc.get("park_id")
     raw_sus = doc.get("suspension")

@@ -86,7 +86,23 @@ def _logs(runtime: Any) -> dict[str, _Log]:
     return _cache(runtime, "transcript_logs")  # type: ignore[no-any-return]
 
 
+def _key(snapshot_path: str) -> str:
+    """What this process's logs are keyed by: a store reference as it is, a path made
+    absolute."""
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
+
+    return snapshot_path if is_store_ref(snapshot_path) else os.path.abspath(snapshot_path)
+
+
+#: The stream of a store checkpoint's transcript rows: one row per line of the file format.
+ROW_STREAM = "l"
+
+
 def _stem(snapshot_path: str) -> str:
+    from harnpy.lifecycle.checkpoint_store import is_store_ref, split_store_ref
+
+    if is_store_ref(snapshot_path):
+        return split_store_ref(snapshot_path)[1]
     base = os.path.basename(snapshot_path)
     return base[:-5] if base.endswith(".json") else base
 
@@ -159,6 +175,8 @@ class TranscriptPlan:
         Raises:
             OSError: the file cannot be written (or is not a regular file).
         """
+        if not self.path:
+            return  # a store checkpoint: the rows commit with it (:meth:`append`)
         flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
         fd = os.open(self.path, flags, 0o600)
         try:
@@ -183,9 +201,26 @@ class TranscriptPlan:
         if self.fresh and durable:
             _fsync_dir(os.path.dirname(self.path))
 
+    def append(self) -> Any:
+        """The :class:`~harnpy.store.records.TranscriptAppend` a store checkpoint commits
+        with (None for a file checkpoint): one row of stream :data:`ROW_STREAM` per line of
+        the file format, numbered on from the committed prefix; a new generation drops the
+        rows of the others."""
+        if self.path:
+            return None
+        from harnpy.store.records import TranscriptAppend
+
+        first = 0 if self.fresh else self.base.lines
+        lines = self.data.split(b"\n")[:-1]
+        return TranscriptAppend(
+            generation=self.new.name,
+            rows=[(ROW_STREAM, first + i, line) for i, line in enumerate(lines)],
+            drop_others=self.fresh,
+        )
+
     def commit(self, runtime: Any) -> None:
         """The snapshot referring to the new prefix is in place: remember it."""
-        _logs(runtime)[os.path.abspath(self.snapshot_path)] = self.new
+        _logs(runtime)[_key(self.snapshot_path)] = self.new
 
 
 def _fsync_dir(d: str) -> None:
@@ -224,28 +259,33 @@ def plan(
     """What a park of the worker whose snapshot is ``snapshot_path`` appends for its
     ``transcript`` (a transcript dict) and loop state ``st`` (:func:`streams_of`). None
     when there is nothing to keep in a file, or an entry is not self-contained snapshot
-    data: the lists then stay inside the snapshot — as they do for a checkpoint in an SQL
-    store (``snapshot_path`` a ``<url>#<id>`` reference), which has no directory beside it."""
+    data: the lists then stay inside the snapshot. For a checkpoint in an SQL store
+    (``snapshot_path`` a ``<url>#<id>`` reference) the entries are rows committed with the
+    checkpoint (:meth:`TranscriptPlan.append`) instead of a file."""
     from harnpy.lifecycle.checkpoint_store import is_store_ref
 
-    if is_store_ref(snapshot_path):
-        return None
     streams = streams_of(transcript, st)
     if not streams:
         return None
-    key = os.path.abspath(snapshot_path)
-    d = os.path.dirname(key)
+    stored = is_store_ref(snapshot_path)
+    key = _key(snapshot_path)
+    d = "" if stored else os.path.dirname(key)
     log = _logs(runtime).get(key)
     if log is not None:
-        try:
-            fst = os.stat(os.path.join(d, log.name), follow_symlinks=False)
-            on_disk = (
-                stat.S_ISREG(fst.st_mode)
-                and fst.st_size >= log.size
-                and (log.ino is None or log.ino == (fst.st_dev, fst.st_ino))
-            )
-        except OSError:
-            on_disk = False
+        if stored:
+            # the rows this process committed: a commit by anyone else since changed the
+            # row's version, so this park's commit (fenced or versioned) is refused anyway
+            on_disk = True
+        else:
+            try:
+                fst = os.stat(os.path.join(d, log.name), follow_symlinks=False)
+                on_disk = (
+                    stat.S_ISREG(fst.st_mode)
+                    and fst.st_size >= log.size
+                    and (log.ino is None or log.ino == (fst.st_dev, fst.st_ino))
+                )
+            except OSError:
+                on_disk = False
         if not (
             on_disk
             and set(log.lists) == set(streams)
@@ -279,7 +319,7 @@ def plan(
         ino=log.ino,
     )
     return TranscriptPlan(
-        path=os.path.join(d, log.name),
+        path="" if stored else os.path.join(d, log.name),
         snapshot_path=key,
         base=log,
         new=new,
@@ -303,7 +343,6 @@ def load(snapshot_path: str, rec: Any) -> tuple[dict[str, list[Any]], _Log]:
         SnapshotError: ``E404`` — a malformed record, a missing or shortened file, a prefix
             that does not hash to the record (changed since it was written), damaged lines.
     """
-    import json
 
     if type(rec) is not dict:
         raise _bad("record is not a dict")
@@ -321,6 +360,43 @@ def load(snapshot_path: str, rec: Any) -> tuple[dict[str, list[Any]], _Log]:
     ):
         raise _bad(f"record of {name} is malformed")
     size, lines = int(size or 0), int(lines or 0)
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
+
+    if is_store_ref(snapshot_path):
+        data, path, ino = _stored_lines(snapshot_path, name, lines), snapshot_path, None
+    else:
+        data, path, ino = _file_prefix(snapshot_path, name, size)
+    hasher = hashlib.sha256(data)
+    if len(data) != size or hasher.hexdigest() != sha:
+        raise _bad(f"`{path}` changed since the snapshot was written (its hash differs)")
+    return _parse(data, path, name, lines, size, counts, hasher, ino)
+
+
+def _stored_lines(ref: str, name: str, lines: int) -> bytes:
+    """The committed transcript rows of store checkpoint ``ref`` (generation ``name``) as
+    the file format's bytes.
+
+    Raises:
+        SnapshotError: E404 — the rows are incomplete or the store cannot be read.
+    """
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for
+    from harnpy.store.errors import StoreError
+
+    try:
+        store, key = checkpoint_for(ref)
+        rows = store.read_transcript(key, name, ROW_STREAM, lines)
+    except StoreError as e:
+        raise _bad(f"rows of {ref} cannot be read ({e.message})") from None
+    return b"".join(r + b"\n" for r in rows)
+
+
+def _file_prefix(snapshot_path: str, name: str, size: int) -> tuple[bytes, str, tuple[int, int]]:
+    """The first ``size`` bytes of transcript file ``name`` beside ``snapshot_path``, its
+    path and ``(device, inode)``.
+
+    Raises:
+        SnapshotError: E404 — a link, not a regular file, shorter than recorded.
+    """
     path = os.path.join(os.path.dirname(os.path.abspath(snapshot_path)), name)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | os.O_CLOEXEC
     try:
@@ -347,10 +423,26 @@ def load(snapshot_path: str, rec: Any) -> tuple[dict[str, list[Any]], _Log]:
             left -= len(b)
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    hasher = hashlib.sha256(data)
-    if hasher.hexdigest() != sha:
-        raise _bad(f"`{path}` changed since the snapshot was written (its hash differs)")
+    return b"".join(chunks), path, (st.st_dev, st.st_ino)
+
+
+def _parse(
+    data: bytes,
+    path: str,
+    name: str,
+    lines: int,
+    size: int,
+    counts: dict[str, int],
+    hasher: Any,
+    ino: tuple[int, int] | None,
+) -> tuple[dict[str, list[Any]], _Log]:
+    """The encoded lists of a checked transcript prefix (:func:`load`).
+
+    Raises:
+        SnapshotError: E404 — damaged lines, or not the entries the snapshot records.
+    """
+    import json
+
     from harnpy.runtime.snapshot import loads
 
     lists: dict[str, list[Any]] = {tag: [] for tag in counts}
@@ -379,7 +471,7 @@ def load(snapshot_path: str, rec: Any) -> tuple[dict[str, list[Any]], _Log]:
     for j, ev in enumerate(evs):
         if type(ev) is tuple:
             evs[j] = _derived_event(lists["m"], ev[1], path)
-    log = _Log(name=name, lines=lines, size=size, hasher=hasher, ino=(st.st_dev, st.st_ino))
+    log = _Log(name=name, lines=lines, size=size, hasher=hasher, ino=ino)
     log.lists = {tag: [] for tag in counts}
     return {STREAMS[tag]: lst for tag, lst in lists.items()}, log
 
@@ -407,12 +499,12 @@ def remember_restored(runtime: Any, snapshot_path: str, log: _Log, decoded: Any)
             return
         lists[tag] = list(v)
     log.lists = lists
-    _logs(runtime)[os.path.abspath(snapshot_path)] = log
+    _logs(runtime)[_key(snapshot_path)] = log
 
 
 def forget(runtime: Any, snapshot_path: str) -> None:
     """Drop what this process knows of a snapshot's transcript file."""
-    _logs(runtime).pop(os.path.abspath(snapshot_path), None)
+    _logs(runtime).pop(_key(snapshot_path), None)
 
 
 def sweep(snapshot_path: str, keep: str) -> None:

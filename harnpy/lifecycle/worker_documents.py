@@ -286,7 +286,8 @@ def write_document(
     if transcript_plan is not None:
         transcript_plan.write(durable)
     if rec is not None:
-        commit_document(rec, path, text, doc, durable=durable)
+        rows = transcript_plan.append() if transcript_plan is not None else None
+        commit_document(rec, path, text, doc, durable=durable, transcript=rows)
     else:
         write_atomic(path, text, max_bytes=None, fsync=durable)
     if transcript_plan is not None and runtime is not None:

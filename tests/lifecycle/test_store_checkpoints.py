@@ -200,3 +200,80 @@ def test_resume_agent_in_another_process_finds_the_worker_in_the_store(
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["completed", "shipped"]
     assert _steps(b) == ["after"]
+
+
+TWO_PARKS = """
+pipeline main() {
+  llm_mock({text: "first answer MARKER-4711", tool_calls: [{id: "p1",
+    name: "agent_await_resumption", arguments: {reason: "first"}}]})
+  llm_mock({text: "second", tool_calls: [{id: "p2", name: "agent_await_resumption",
+    arguments: {reason: "second"}}]})
+  llm_mock({text: "all done"})
+  const r = agent_loop("go", nil, {provider: "mock", max_iterations: 8})
+  println(r.status)
+  println(r.snapshot_path)
+}
+"""
+
+
+def _rows(store_url: str, worker_id: str) -> list[tuple[str, int, bytes]]:
+    from harnpy.store import open_store
+
+    st = open_store(store_url)
+    with st.read() as c:
+        got = c.all(
+            "SELECT generation, seq, body FROM transcript_rows WHERE worker_id = ? "
+            "ORDER BY generation, seq",
+            (worker_id,),
+        )
+    return [(str(g), int(s), bytes(b)) for g, s, b in got]
+
+
+def test_a_stored_worker_transcript_is_rows_appended_per_park_not_in_the_checkpoint(
+    tmp_path: Path, store_url: str
+) -> None:
+    from harnpy.store import open_store
+
+    ref = _park(tmp_path, store_url, TWO_PARKS)
+    wid = ref.rpartition("#")[2]
+    first = _rows(store_url, wid)
+    assert first and any(b"MARKER-4711" in b for _, _, b in first)
+    b = tmp_path / "b"
+    b.mkdir()
+    env = _env(store_url, b / "STEPS")
+    r = harnpy("run", "--resume", ref, cwd=b, env=env)
+    assert r.returncode == 3, r.stderr  # parked again
+    second = _rows(store_url, wid)
+    # appended: the rows of the first park are unchanged, new ones follow
+    assert len(second) > len(first) and second[: len(first)] == first
+    # the messages are in the rows only, not inside the checkpoint's body
+    got = open_store(store_url).get_checkpoint(wid)
+    assert got is not None and b"MARKER-4711" not in got[1]
+    r = harnpy("run", "--resume", ref, cwd=b, env=env)
+    assert r.returncode == 0, r.stderr
+    # the summary joins the text of every turn: the earlier ones came back from the rows
+    assert r.stdout.strip().splitlines() == ["first answer MARKER-4711", "second", "all done"]
+
+
+def test_a_damaged_transcript_row_refuses_the_resume_and_keeps_the_park(
+    tmp_path: Path, store_url: str
+) -> None:
+    from harnpy.store import open_store
+
+    ref = _park(tmp_path, store_url, TWO_PARKS)
+    wid = ref.rpartition("#")[2]
+    st = open_store(store_url)
+    with st.txn() as c:
+        c.run(
+            "UPDATE transcript_rows SET body = ? WHERE worker_id = ? AND seq = 0",
+            (b'["m",{"role":"user","content":"forged"}]', wid),
+        )
+    before = st.get_checkpoint(wid)
+    b = tmp_path / "b"
+    b.mkdir()
+    r = harnpy("run", "--resume", ref, cwd=b, env=_env(store_url, b / "STEPS"))
+    assert r.returncode == 1
+    assert "HARN-SUS-004" in r.stderr and "hash differs" in r.stderr, r.stderr
+    after = st.get_checkpoint(wid)
+    assert after is not None and before is not None
+    assert after[0].status == "suspended" and after[1] == before[1]
