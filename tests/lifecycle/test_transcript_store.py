@@ -316,3 +316,64 @@ def test_a_worker_with_100000_messages_parks_and_resumes(
     assert len(restored["events"]) >= n + 3
     assert restored["messages"][n - 1]["content"] == f"message {n - 1} " * 8
     assert got[2] == "completed" and int(got[3]) > n + 3
+
+
+def _stored_worker(store_url: str) -> tuple[Any, str]:
+    """The SQL store ``store_url`` and the one worker checkpoint it holds."""
+    from harnpy.lifecycle.checkpoint_store import WORKER_MODES
+    from harnpy.store import open_store
+
+    st = open_store(store_url)
+    (info,) = [i for i in st.list_checkpoints() if i.mode in WORKER_MODES]
+    return st, info.worker_id
+
+
+def _row_count(st: Any, worker_id: str) -> int:
+    with st.read() as c:
+        return int(
+            c.all("SELECT count(*) FROM transcript_rows WHERE worker_id = ?", (worker_id,))[0][0]
+        )
+
+
+def test_in_a_store_the_rows_added_per_park_do_not_grow_with_the_transcript(
+    run_harn: RunHarn, monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    monkeypatch.setenv("HARNPY_STORE", store_url)
+    monkeypatch.setenv("HARN_WORKER_STATE_DIR", "")  # checkpoints are rows of the store
+    added = {}
+    for n in (5, 300):
+        got = _run(run_harn, PARK, str(n))
+        assert got[0] == "suspended", got
+        st, wid = _stored_worker(store_url)
+        rows, (_, body) = _row_count(st, wid), st.get_checkpoint(wid)
+        assert _run(run_harn, RESUME, st.checkpoint_ref(wid), "park")[2] == "suspended"
+        added[n] = (_row_count(st, wid) - rows, len(body), len(st.get_checkpoint(wid)[1]))
+        st.delete_checkpoint(wid)
+    # one turn's entries per park whatever the transcript length; the checkpoint's body
+    # stays the same size
+    assert added[5][0] == added[300][0] > 0, added
+    assert abs(added[300][1] - added[5][1]) < 1024, added
+
+
+@pytest.mark.slow
+def test_a_worker_with_100000_messages_parks_and_resumes_in_a_store(
+    run_harn: RunHarn, monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    monkeypatch.setenv("HARNPY_STORE", store_url)
+    monkeypatch.setenv("HARN_WORKER_STATE_DIR", "")
+    n = 100_000
+
+    def seed(rt: Any) -> None:
+        services(rt).sessions["big"] = _transcript(n)
+
+    out, _ = run_harn(BIG_PARK, path="<park>", setup=seed)
+    assert lines(out) == ["suspended"]
+    st, wid = _stored_worker(store_url)
+    assert len(st.get_checkpoint(wid)[1]) < 64 * 1024  # the checkpoint stays small
+    assert _row_count(st, wid) > n
+    got = _run(run_harn, RESUME, st.checkpoint_ref(wid), "finish")
+    assert got[0] == "suspended"
+    restored = json.loads(got[1])
+    assert len(restored["messages"]) == n + 3
+    assert restored["messages"][n - 1]["content"] == f"message {n - 1} " * 8
+    assert got[2] == "completed" and int(got[3]) > n + 3
