@@ -277,3 +277,48 @@ def test_a_damaged_transcript_row_refuses_the_resume_and_keeps_the_park(
     after = st.get_checkpoint(wid)
     assert after is not None and before is not None
     assert after[0].status == "suspended" and after[1] == before[1]
+
+
+TRIGGERED = """
+tool note(text: string) -> string {
+  description "Record a step."
+  append_file("STEPS", text + "\\n")
+  return "noted"
+}
+pipeline main() {
+  llm_mock({tool_calls: [{id: "p", name: "agent_await_resumption", arguments: {reason: "wait",
+    conditions: {trigger: {kind: "go", provider: "webhook"},
+                 timeout: {duration_minutes: 30, on_timeout: "resume_with_summary"}}}}]})
+  llm_mock({tool_calls: [{id: "m", name: "note", arguments: {text: "resumed"}}]})
+  llm_mock({text: "done"})
+  const r = agent_loop("go", nil, {provider: "mock", tools: [note], max_iterations: 5})
+  println(r.status)
+  println(r.snapshot_path)
+}
+"""
+
+
+def test_harnpy_worker_resumes_a_due_wait_of_a_stored_checkpoint_once(
+    tmp_path: Path, store_url: str
+) -> None:
+    from harnpy.lifecycle.triggers.store import open_store
+
+    ref = _park(tmp_path, store_url, TRIGGERED)
+    wid = ref.rpartition("#")[2]
+    s = open_store(store_url)
+    (wait,) = s.list_waits()
+    assert wait.snapshot_path == ref and wait.worker_id == wid
+    wait.deadline_ms = 1  # its timeout is due now
+    s.update(wait)
+    # a runner in another directory: it shares only the store with the parked program
+    b = tmp_path / "b"
+    b.mkdir()
+    env = _env(store_url, b / "STEPS")
+    for _ in range(2):  # the second pass finds nothing to do
+        w = harnpy("worker", "--once", cwd=b, env=env)
+        assert w.returncode == 0, w.stderr
+    assert _steps(b) == ["resumed"]
+    rec = s.get(wait.id)
+    assert rec is not None and rec.status == "completed"
+    info = s.checkpoint_info(wid)
+    assert info is not None and info.status == "completed"
