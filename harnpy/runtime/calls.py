@@ -176,6 +176,29 @@ def _direct_fast(code: CodeObject, clo: Closure, slow: Any) -> Any:
     when the direct run aborts, ``slow`` (the pure runner) evaluates it again, so errors
     and their traces are the pure runner's."""
 
+    if code.nparams == 1:
+
+        def call1(thread: Any, x: Any = None, *rest: Any) -> Any:
+            if not rest:
+                try:
+                    return code.direct(thread, DIRECT_DEPTH, clo, x)
+                except Exception:  # noqa: BLE001 - the pure runner decides
+                    pass
+            return slow(thread, x, *rest)
+
+        return call1
+    if code.nparams == 2:
+
+        def call2(thread: Any, x: Any = None, y: Any = None, *rest: Any) -> Any:
+            if not rest:
+                try:
+                    return code.direct(thread, DIRECT_DEPTH, clo, x, y)
+                except Exception:  # noqa: BLE001 - the pure runner decides
+                    pass
+            return slow(thread, x, y, *rest)
+
+        return call2
+
     def call(thread: Any, *args: Any) -> Any:
         if len(args) == code.nparams:
             try:

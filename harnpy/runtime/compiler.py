@@ -977,7 +977,26 @@ class Compiler:
             # The condition is one instruction: the back-edge tests it itself and jumps
             # straight into the body (same instruction count and pcs as a plain back-jump).
             cond, is_bool = head[0].args[0], head[0].args[1]
-            b.emit(I.op_loop_back_if, cond, is_bool, body, end, nxt=False)
+            lb = None
+            if direct.ENABLED:
+                lb = direct.loop_body(self, st.body, self._direct_resolve, cond=st.cond)
+            if lb is not None:
+                # the iterations run as one Python loop (runtime/direct.py)
+                b.emit(
+                    direct.op_direct_loop,
+                    I.op_loop_back_if,
+                    lb,
+                    body,
+                    end,
+                    -1,
+                    cond,
+                    is_bool,
+                    body,
+                    end,
+                    nxt=False,
+                )
+            else:
+                b.emit(I.op_loop_back_if, cond, is_bool, body, end, nxt=False)
         else:
             b.emit(I.op_loop_back, top, nxt=False)
         b.place(end)
@@ -1006,7 +1025,27 @@ class Compiler:
         self.block(st.body)
         b.loops.pop()
         b.span = st.span
-        b.emit(I.op_for_back, it_slot, var_slot, end, top, body, nxt=False)
+        lb = None
+        if simple and direct.ENABLED:
+            lb = direct.loop_body(self, st.body, self._direct_resolve, var_slot=var_slot)
+        if lb is not None:
+            # the iterations run as one Python loop (runtime/direct.py)
+            b.emit(
+                direct.op_direct_loop,
+                I.op_for_back,
+                lb,
+                body,
+                end,
+                it_slot,
+                it_slot,
+                var_slot,
+                end,
+                top,
+                body,
+                nxt=False,
+            )
+        else:
+            b.emit(I.op_for_back, it_slot, var_slot, end, top, body, nxt=False)
         b.pop_scope()
         b.place(end)
 
@@ -1116,6 +1155,18 @@ class Compiler:
         self.b.emit(I.op_eval, ev)
 
     # ================================================================ helpers
+
+    def _direct_resolve(self, name: str) -> tuple[str, Any, bool, bool] | None:
+        """An outer name of a direct loop body (runtime/direct.py), resolved as
+        :meth:`name_ev` would: ``("s", slot, mutable, may_be_unbound)`` for a local or a
+        capture, ``("g", name, mutable, False)`` for a module global, None otherwise."""
+        binding = self.b.lookup_local(name)
+        if binding is not None:
+            check = binding.kind == "capture" and self._capture_may_be_unbound(name)
+            return ("s", binding.slot, binding.mutable, check)
+        if name in self.ctx.enums or not self._is_global(name):
+            return None
+        return ("g", name, self.ctx.module.global_kinds.get(name) == "var", False)
 
     def _is_global(self, name: str) -> bool:
         return name in self.ctx.global_names or name in self.ctx.module.globals
