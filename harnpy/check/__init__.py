@@ -81,11 +81,26 @@ def static_errors(
     Returns:
         ``E2xx`` diagnostics sorted by position (empty when the program may run). Never
         raises: an internal failure of a check yields no diagnostics rather than blocking
-        the program.
+        the program. A clean verdict is cached on disk (:mod:`harnpy.check.verdicts`), so a
+        warm run of an unchanged file does not load the checker.
     """
+    names = _names(builtin_names)
+    try:
+        from harnpy.check import verdicts
+        from harnpy.syntax.cache import enabled
+
+        key = verdicts.verdict_key(path, source, names) if enabled() else None
+        if key is not None and verdicts.is_clean(path, key):
+            return []
+    except (OSError, ValueError):
+        key = None
     try:
         from harnpy.check._checker import Checker
 
-        return Checker(module_ast, path, source, _names(builtin_names), check_only=False).run()
+        checker = Checker(module_ast, path, source, names, check_only=False)
+        diags = checker.run()
     except Exception:  # noqa: BLE001 - a checker bug must never stop a program from running
         return []
+    if key is not None and not diags and checker.complete and not checker.read_imports:
+        verdicts.record_clean(path, key)
+    return diags

@@ -217,6 +217,10 @@ class Checker:
         self.cond_names: set[str] = set()
         self.match_names: set[str] = set()
         self.imports: list[A.ImportDecl] = []
+        #: Whether the walk ran to its end (not cut short by a RecursionError) and whether it
+        #: read imported files (its verdict then depends on them): see check/verdicts.py.
+        self.complete = False
+        self.read_imports = False
         self.consts: set[int] = set()
         self.pending_names: list[tuple[str, str, str, A.Span]] = []
         self._sig_cache: dict[int, tuple[list[T.Ty | None], T.Ty | None]] = {}
@@ -262,6 +266,7 @@ class Checker:
             self.stmt(s)
         self.pop_scope()
         self.finish_names()
+        self.complete = True
 
     # ------------------------------------------------------------ pre-pass
 
@@ -1323,6 +1328,7 @@ class Checker:
         if not self.pending_names or self.builtins is None:
             return
         imported: set[str] = set()
+        self.read_imports = True
         resolver = ImportResolver()
         for imp in self.imports:
             names = resolver.names(imp, self.path)

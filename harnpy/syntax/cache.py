@@ -215,6 +215,27 @@ def store_module(source: str, path: str, module: ast.Module) -> None:
             {"key": _key(source, path), "module": encode(module)},
             separators=(",", ":"),
         )
+    except (TypeError, ValueError, RecursionError):
+        return
+    write_entry(entry, text)
+
+
+def entry_path(kind: str, name: str) -> Path | None:
+    """Where a cache of another stage keeps its entry ``name`` (any text; hashed into the
+    file name) in the subdirectory ``kind`` of the cache directory; None when no cache
+    directory is usable (or caching is off)."""
+    dirs = cache_dirs()
+    if not dirs:
+        return None
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return dirs[0] / kind / f"{digest}.json"
+
+
+def write_entry(entry: Path, text: str) -> None:
+    """Write ``text`` (ASCII) to the cache file ``entry`` atomically (temp file in the same
+    directory, then ``os.replace``; the directory is created 0700) and prune the directory
+    to :data:`MAX_ENTRIES`. Best effort: never raises."""
+    try:
         entry.parent.mkdir(mode=0o700, exist_ok=True)
         import tempfile
 
@@ -230,7 +251,7 @@ def store_module(source: str, path: str, module: ast.Module) -> None:
                 pass
             raise
         _prune(entry.parent)
-    except (OSError, TypeError, ValueError, RecursionError):
+    except (OSError, ValueError):
         return
 
 
