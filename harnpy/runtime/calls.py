@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from harnpy.runtime.code import MISSING, STOP, SWITCH, CodeObject, Frame, NativeFrame
-from harnpy.runtime.direct import DIRECT_DEPTH, NO, run_direct
+from harnpy.runtime.direct_run import DIRECT_DEPTH, NO, run_direct
 from harnpy.runtime.display import display
 from harnpy.runtime.errors import (
     HarnError,

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harnpy.runtime import direct, fastops, ops
+from harnpy.runtime import fastops, ops
 from harnpy.runtime import instrs as I
 from harnpy.runtime.code import MISSING, UNBOUND, CodeObject, Frame, Handler
 from harnpy.runtime.display import display
@@ -46,6 +46,13 @@ from harnpy.runtime.values import (
     type_name,
 )
 from harnpy.syntax import ast as A
+
+if TYPE_CHECKING:
+    from harnpy.runtime import direct
+else:  # imported when the first fn or loop is compiled: a program with neither never needs it
+    from harnpy._lazy import lazy_module
+
+    direct = lazy_module("harnpy.runtime.direct")
 
 Ev = Callable[[Frame], Any]
 
@@ -502,8 +509,7 @@ class Compiler:
             b.span = node.body.span
             b.emit(I.op_return, result or _const(None), nxt=False)
             self._finish(b)
-            if direct.ENABLED:
-                direct.plan(self, node, code)
+            direct.plan(self, node, code)
             return code
         finally:
             self.b = saved
@@ -977,9 +983,7 @@ class Compiler:
             # The condition is one instruction: the back-edge tests it itself and jumps
             # straight into the body (same instruction count and pcs as a plain back-jump).
             cond, is_bool = head[0].args[0], head[0].args[1]
-            lb = None
-            if direct.ENABLED:
-                lb = direct.loop_body(self, st.body, self._direct_resolve, cond=st.cond)
+            lb = direct.loop_body(self, st.body, self._direct_resolve, cond=st.cond)
             if lb is not None:
                 # the iterations run as one Python loop (runtime/direct.py)
                 b.emit(
@@ -1026,7 +1030,7 @@ class Compiler:
         b.loops.pop()
         b.span = st.span
         lb = None
-        if simple and direct.ENABLED:
+        if simple:
             lb = direct.loop_body(self, st.body, self._direct_resolve, var_slot=var_slot)
         if lb is not None:
             # the iterations run as one Python loop (runtime/direct.py)

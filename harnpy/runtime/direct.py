@@ -41,6 +41,13 @@ from typing import Any
 
 from harnpy.runtime import ops
 from harnpy.runtime.code import UNBOUND, CodeObject
+from harnpy.runtime.direct_run import (  # noqa: F401 - re-exported
+    DIRECT_DEPTH,
+    NO,
+    DepthAbort,
+    DirectAbort,
+    run_direct,
+)
 from harnpy.runtime.display import display
 from harnpy.runtime.values import Closure, HSet, RangeValue
 from harnpy.syntax import ast as A
@@ -48,20 +55,8 @@ from harnpy.syntax import ast as A
 #: ``HARNPY_DIRECT_CALLS=0`` turns direct calls off (read once, at import).
 ENABLED = os.environ.get("HARNPY_DIRECT_CALLS", "1").strip() != "0"
 
-#: Most nested direct calls in one direct run (Python frames: each direct call is one).
-DIRECT_DEPTH = 200
-
 #: After this many aborted iterations a direct loop leaves its loop to the frame path.
 LOOP_ABORTS = 16
-
-
-class DirectAbort(Exception):
-    """Raised inside a direct run to abandon it (the caller re-runs the call on frames)."""
-
-
-class DepthAbort(DirectAbort):
-    """The direct run nested :data:`DIRECT_DEPTH` calls (or reached ``max_depth``)."""
-
 
 _ABORT = DirectAbort()
 _DEPTH = DepthAbort()
@@ -846,34 +841,6 @@ def plan(comp: Any, node: Any, code: CodeObject) -> None:
 
     code.direct = build
     code.direct_source = text
-
-
-def run_direct(th: Any, direct: Any, callee: Any, *args: Any) -> Any:
-    """Run ``direct`` (a ``code.direct``) for ``callee(*args)`` from a frame or a native
-    frame of thread ``th``; returns the value, or ``_NO`` when the call must run on frames
-    (the direct run aborted, or direct calls are paused after a depth abort)."""
-    depth = th.depth
-    if th.direct_lo <= depth < th.direct_hi:
-        return NO
-    budget = th.max_depth - depth - 1
-    if budget > DIRECT_DEPTH:
-        budget = DIRECT_DEPTH
-    try:
-        return direct(th, budget, callee, *args)
-    except DepthAbort:
-        th.direct_lo = depth
-        th.direct_hi = depth + DIRECT_DEPTH
-        return NO
-    except RecursionError:
-        th.direct_lo = depth
-        th.direct_hi = depth + DIRECT_DEPTH
-        return NO
-    except Exception:  # noqa: BLE001 - any failure: the frame path runs it and decides
-        return NO
-
-
-#: Returned by :func:`run_direct` when the call must run on frames.
-NO: Any = type("NotDirect", (), {"__repr__": lambda self: "NO"})()
 
 
 # ---------------------------------------------------------------- direct loop bodies

@@ -410,7 +410,7 @@ def call_instr(
     more than 3 arguments."""
     from harnpy.runtime.calls import pure_runner, stack_overflow
     from harnpy.runtime.code import SWITCH
-    from harnpy.runtime.direct import NO, run_direct
+    from harnpy.runtime.direct_run import NO, run_direct
     from harnpy.runtime.values import Closure
 
     n = len(argevs)

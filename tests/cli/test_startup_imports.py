@@ -33,6 +33,10 @@ HEAVY = (
     "harnpy.serve",
     "harnpy.tooling",
     "harnpy.repl",
+    # a clean verdict is cached (harnpy/check/verdicts.py): a warm run skips the checker
+    "harnpy.check._checker",
+    # the translator of direct calls and loops is needed only once a fn or loop is compiled
+    "harnpy.runtime.direct",
     # argparse's help formatter and the parse cache's writer import these; a warm run needs
     # neither (the CLI reads the terminal width itself)
     "shutil",
@@ -77,7 +81,8 @@ def test_plain_run_skips_the_store_and_a_cached_parse_skips_lark(tmp_path: Path)
     # a cold parse needs the parser (lark uses logging) and writes the cache entry
     # (tempfile, which imports shutil): nothing else heavy
     loaded = set(first["loaded"])  # type: ignore[call-overload]
-    assert "lark" in loaded and loaded <= {"lark", "logging", "shutil", "tempfile"}
+    assert "lark" in loaded and "harnpy.check._checker" in loaded
+    assert loaded <= {"lark", "logging", "shutil", "tempfile", "harnpy.check._checker"}
     second = _probe(cache)
     assert second == {"rc": 0, "loaded": []}
 
