@@ -219,7 +219,11 @@ def is_complete(text: str) -> bool:
     try:
         parse(text, "<repl>")
     except HarnSyntaxError as e:
-        return not any(d.code == "E105" for d in e.diagnostics)
+        # only the end of the *entry* can be fixed by typing more: an interpolation that
+        # ends too early (``"${ 1 + }"``) is closed already and stays wrong
+        return not any(
+            d.code == "E105" and "end of interpolation" not in d.message for d in e.diagnostics
+        )
     return True
 
 

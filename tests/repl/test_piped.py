@@ -55,6 +55,15 @@ def test_errors_go_to_stderr_in_the_run_format_and_the_session_goes_on() -> None
     )
 
 
+def test_an_interpolation_that_ends_too_early_is_reported_at_once() -> None:
+    # closed quotes and braces: no further line can make it valid, so it is not continued
+    # (before, the next entry was swallowed into it)
+    p = repl('let u = "${ 1 + }"\nprintln(3)\n')
+    assert p.stdout == "3\n"
+    assert "<repl#1>:1:17: error[E105]: Unexpected end of interpolation" in p.stderr
+    assert p.stderr.count("error[") == 1
+
+
 def test_runtime_error_text_matches_harnpy_run() -> None:
     run = harnpy("run", "-e", "let v = [1]\nv[5].x")
     p = repl("let v = [1]\nv[5].x\n")
