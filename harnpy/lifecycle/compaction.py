@@ -397,12 +397,15 @@ def _session_of(runtime: Any, t: dict[str, Any]) -> str | None:
 
 def _prompt_template(thread: Any, path: Any) -> str:
     """The text of a ``summarize_prompt`` template file (relative to the calling file's
-    directory).
+    directory): a regular file of at most ``HARNPY_MAX_READ_BYTES`` (default 64 MiB).
 
     Raises:
-        HarnThrow: the path is not a string or cannot be read.
+        HarnThrow: the path is not a string, cannot be read, is not a regular file or is
+            over the limit.
     """
     import os
+
+    from harnpy.security import read_text_limited
 
     if type(path) is not str or not path:
         raise thrown("transcript_compact: summarize_prompt must be a template file path")
@@ -410,8 +413,7 @@ def _prompt_template(thread: Any, path: Any) -> str:
     base = os.path.dirname(os.path.abspath(src)) if src else os.getcwd()
     full = path if os.path.isabs(path) else os.path.join(base, path)
     try:
-        with open(full, encoding="utf-8") as fh:
-            return fh.read()
+        return read_text_limited(full)
     except OSError as exc:
         raise thrown(
             f"transcript_compact: cannot read summarize_prompt {path!r}: {exc.strerror or exc}"

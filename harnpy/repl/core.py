@@ -449,8 +449,16 @@ class ReplCore:
                 return False
             if path:
                 return self.cmd_load(path)
-            with open(target, encoding="utf-8") as fh:
-                text = fh.read().strip("\n")
+            from harnpy.runtime.modules import read_source
+
+            try:
+                # capped and regular files only, as :load (the editor may have replaced
+                # the file with anything)
+                text = read_source(target).strip("\n")
+            except (OSError, UnicodeDecodeError) as e:
+                why = getattr(e, "strerror", None) or str(e)
+                self.error(f":edit: cannot read what was saved: {why}")
+                return False
         finally:
             if temp is not None:
                 os.unlink(temp)

@@ -23,13 +23,19 @@ class HistoryFile:
         self.writable = path is not None
 
     def load(self) -> list[str]:
-        """Entries, oldest first (empty when there is no usable file)."""
+        """Entries, oldest first (empty when there is no usable file: missing, not a
+        regular file, over ``HARNPY_MAX_READ_BYTES`` or not UTF-8, the last three with a
+        warning; :func:`harnpy.security.read_limited`)."""
         if self.path is None or not os.path.exists(self.path):
             return []
+        from harnpy.security import ReadRefused, read_limited
+
         try:
-            with open(self.path, "rb") as fh:
-                data = fh.read()
-            text = data.decode("utf-8")
+            text = read_limited(self.path).decode("utf-8")
+        except ReadRefused as e:
+            self.warn(f"cannot read the history file ({e}); history will not be saved")
+            self.writable = False
+            return []
         except (OSError, UnicodeDecodeError) as e:
             self.warn(
                 f"cannot read the history file {self.path} ({_reason(e)}); history will not be saved"

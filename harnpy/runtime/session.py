@@ -317,12 +317,18 @@ class Session:
     def load_file(self, path: str) -> EvalResult:
         """Run a file in the session (``:load``): like an entry whose text is the file's.
 
-        Raises OSError / UnicodeDecodeError when the file cannot be read, and whatever
-        :meth:`eval` raises.
+        The file is read as every module source is (:func:`harnpy.runtime.modules.read_source`:
+        a regular file of at most 16 MiB, read with :func:`harnpy.security.read_capped`), so a
+        FIFO or a device is refused instead of blocking the session.
+
+        Raises OSError / UnicodeDecodeError when the file cannot be read (a FIFO, a device
+        or a file over the limit is :class:`harnpy.security.ReadRefused`, its message saying
+        which), and whatever :meth:`eval` raises.
         """
+        from harnpy.runtime.modules import read_source
+
         full = os.path.abspath(os.path.expanduser(path))
-        with open(full, encoding="utf-8") as fh:
-            source = fh.read()
+        source = read_source(full)
         return self.eval(source, full)
 
     def run_code(self, code: CodeObject) -> Any:

@@ -25,6 +25,11 @@ Files (:mod:`harnpy.security.files`):
   refused without blocking: ``O_NONBLOCK`` + ``fstat``), its size checked before reading,
   at most ``cap + 1`` bytes read (:class:`NotRegularFile`, :class:`FileTooLarge`, both
   ``OSError``).
+* ``read_limit() -> int``: the user read limit (``HARNPY_MAX_READ_BYTES``, default 64 MiB);
+  ``read_limited(path)`` / ``read_text_limited(path, errors=, newline=)`` are
+  ``read_capped`` under it (a refusal says how to raise it), ``read_stream_limited(stream,
+  what, line=)`` reads stdin under it (:class:`StreamTooLarge`). Every read of a file a
+  user or a program names goes through them.
 * ``private_dir(path) -> str``: create directories 0700 whatever the umask; an existing one
   must belong to us (:class:`UnsafePath`) and is tightened to 0700.
 * ``write_private(path, data, *, durable=True, tmp_prefix=".harnpy-")``: atomic 0600 write
@@ -39,32 +44,46 @@ from __future__ import annotations
 
 from harnpy.security.errors import KeyUnavailable, SealError
 from harnpy.security.files import (
+    DEFAULT_READ_LIMIT,
+    READ_LIMIT_ENV,
     FileTooLarge,
     NotRegularFile,
     ReadRefused,
+    StreamTooLarge,
     UnsafePath,
     private_dir,
     read_capped,
+    read_limit,
+    read_limited,
+    read_stream_limited,
+    read_text_limited,
     write_private,
 )
 from harnpy.security.keys import KEY_ENV, KEY_FILE_ENV, SnapshotKey, key_file_path, snapshot_key
 from harnpy.security.seal import SEAL_FIELD, is_sealed, seal, unseal
 
 __all__ = [
+    "DEFAULT_READ_LIMIT",
     "KEY_ENV",
     "KEY_FILE_ENV",
     "SEAL_FIELD",
     "FileTooLarge",
     "KeyUnavailable",
     "NotRegularFile",
+    "READ_LIMIT_ENV",
     "ReadRefused",
     "SealError",
     "SnapshotKey",
+    "StreamTooLarge",
     "UnsafePath",
     "is_sealed",
     "key_file_path",
     "private_dir",
     "read_capped",
+    "read_limit",
+    "read_limited",
+    "read_stream_limited",
+    "read_text_limited",
     "seal",
     "snapshot_key",
     "unseal",

@@ -3,6 +3,10 @@
 * :func:`read_capped` reads a file a snapshot, a session or a user named, refusing anything
   that is not a regular file (a FIFO, a device, a directory) without blocking, and anything
   bigger than the cap before reading it.
+* :func:`read_limited` / :func:`read_text_limited` are :func:`read_capped` under the user
+  read limit (:func:`read_limit`: ``HARNPY_MAX_READ_BYTES``, default 64 MiB), what the file
+  builtins, templates, ``:load`` and harnpy's own small state files use;
+  :func:`read_stream_limited` is the same limit for a text stream (stdin).
 * :func:`private_dir` creates directories only the current user can enter (0700, whatever
   the umask) and refuses an existing one that belongs to someone else.
 * :func:`write_private` writes a file only the current user can read (0600) atomically: a
@@ -21,14 +25,22 @@ import errno
 import os
 import stat
 import tempfile
+from typing import Any
 
 __all__ = [
+    "DEFAULT_READ_LIMIT",
+    "READ_LIMIT_ENV",
     "FileTooLarge",
     "NotRegularFile",
     "ReadRefused",
+    "StreamTooLarge",
     "UnsafePath",
     "private_dir",
     "read_capped",
+    "read_limit",
+    "read_limited",
+    "read_stream_limited",
+    "read_text_limited",
     "sweep_stale_temp_files",
     "write_private",
 ]
@@ -123,6 +135,17 @@ class FileTooLarge(ReadRefused):
         self.cap = cap
 
 
+class StreamTooLarge(ReadRefused):
+    """A stream (stdin) holds more than the cap allows. ``cap`` is the limit; the stream's
+    size is not known (only ``cap + 1`` characters of it were read)."""
+
+    def __init__(self, what: str, cap: int) -> None:
+        super().__init__(
+            errno.EFBIG, f"{what} has more than {cap} bytes, over the {cap}-byte limit", what
+        )
+        self.cap = cap
+
+
 class UnsafePath(OSError):
     """A directory or file that should be private belongs to another user or can be written
     (or read) by others. ``str(e)`` says which path, what is wrong and what to do."""
@@ -195,6 +218,115 @@ def read_capped(path: str, cap: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+#: The variable that sets :func:`read_limit`.
+READ_LIMIT_ENV = "HARNPY_MAX_READ_BYTES"
+#: :func:`read_limit` when :data:`READ_LIMIT_ENV` is unset: 64 MiB.
+DEFAULT_READ_LIMIT = 64 * 1024 * 1024
+
+
+def read_limit() -> int:
+    """The largest file (or stream) a user-facing read accepts, in bytes:
+    ``HARNPY_MAX_READ_BYTES`` (a whole number ``>= 0``, read at each call) or
+    :data:`DEFAULT_READ_LIMIT`.
+
+    Raises:
+        ReadRefused: the variable is set to something that is not a whole number ``>= 0``
+            (the message names the variable and the value).
+    """
+    raw = os.environ.get(READ_LIMIT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_READ_LIMIT
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ReadRefused(
+            errno.EINVAL,
+            f"{READ_LIMIT_ENV} must be a whole number of bytes (e.g. 67108864), got {raw!r}",
+            READ_LIMIT_ENV,
+        )
+    return value
+
+
+def _with_hint(e: ReadRefused) -> ReadRefused:
+    if isinstance(e, (FileTooLarge, StreamTooLarge)):
+        raw = os.environ.get(READ_LIMIT_ENV)
+        e.message += (
+            f" (set {READ_LIMIT_ENV} to raise it)" if raw is None else f" ({READ_LIMIT_ENV}={raw})"
+        )
+        e.strerror = e.message
+    return e
+
+
+def read_limited(path: str, cap: int | None = None) -> bytes:
+    """:func:`read_capped` of ``path`` under ``cap`` (default :func:`read_limit`); a refusal
+    for size says how to raise the limit.
+
+    Raises:
+        NotRegularFile, FileTooLarge, ReadRefused (a bad ``HARNPY_MAX_READ_BYTES``), or
+        OSError as :func:`read_capped`.
+    """
+    limit = read_limit() if cap is None else cap
+    try:
+        return read_capped(path, limit)
+    except ReadRefused as e:
+        raise _with_hint(e) from None
+
+
+def _decode(data: bytes, errors: str, newline: str | None) -> str:
+    text = data.decode("utf-8", errors)
+    if newline is None and "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def read_text_limited(
+    path: str, cap: int | None = None, *, errors: str = "strict", newline: str | None = None
+) -> str:
+    """The UTF-8 text of regular file ``path`` (:func:`read_limited`).
+
+    Args:
+        path: the file.
+        cap: the limit in bytes (default :func:`read_limit`).
+        errors: the decoding error handler (``"strict"`` or ``"replace"``).
+        newline: ``None`` translates ``\\r\\n`` and ``\\r`` to ``\\n`` (as ``open()`` does),
+            ``""`` keeps the text as it is.
+
+    Raises:
+        OSError as :func:`read_limited`; UnicodeDecodeError with ``errors="strict"``.
+    """
+    return _decode(read_limited(path, cap), errors, newline)
+
+
+def read_stream_limited(
+    stream: Any, what: str, *, line: bool = False, cap: int | None = None
+) -> str:
+    """Read a text stream (``sys.stdin``, a ``StringIO``) under the read limit: the rest of it
+    or, with ``line``, its next line (with its newline), reading at most ``cap + 1``
+    characters (each at least one byte), so memory stays bounded whatever is piped in.
+
+    Args:
+        stream: an object with ``read(n)`` and ``readline(n)`` returning ``str``.
+        what: the stream's name in the error (``"stdin"``).
+        line: read one line instead of everything left.
+        cap: the limit (default :func:`read_limit`).
+
+    Returns:
+        What was read (``""`` at end of input).
+
+    Raises:
+        StreamTooLarge: more than ``cap`` characters (the rest, or the line without its
+            newline); what was read is dropped.
+        ReadRefused: a bad ``HARNPY_MAX_READ_BYTES``.
+    """
+    limit = read_limit() if cap is None else cap
+    data = stream.readline(limit + 1) if line else stream.read(limit + 1)
+    if len(data) > limit and not (line and data.endswith("\n")):
+        raise _with_hint(StreamTooLarge(what, limit))
+    return data
 
 
 def _uid() -> int | None:

@@ -50,36 +50,57 @@ def _os_reason(e: OSError) -> str:
 # ------------------------------------------------------------------ files
 
 
+def _read_error(name: str, p: str, e: OSError) -> str:
+    """``<name>: <why>`` for a failed read: a refusal of :mod:`harnpy.security` already names
+    the file (too large, a FIFO or device), an OS error gets it prefixed."""
+    from harnpy.security import ReadRefused
+
+    if isinstance(e, ReadRefused):
+        return f"{name}: {e}"
+    return f"{name}: {p}: {_os_reason(e)}"
+
+
 @builtin()
 def read_file(thread: Any, path: Any = None) -> str:
-    """``read_file(p)``: the file's text (UTF-8); throws ``read_file: <p>: <reason>``."""
+    """``read_file(p)``: the file's text (UTF-8, invalid bytes replaced, newlines kept).
+
+    Only a regular file of at most ``HARNPY_MAX_READ_BYTES`` (default 64 MiB) is read; a
+    bigger one, a FIFO or a device is refused before it is read (at most the limit + 1 bytes
+    are ever read). Throws ``read_file: <p>: <reason>`` or ``read_file: <p> is <n> bytes,
+    over the <limit>-byte limit ...``."""
+    from harnpy.security import read_text_limited
+
     p = _path("read_file", path)
     try:
-        with open(p, encoding="utf-8", errors="replace", newline="") as f:
-            return f.read()
+        return read_text_limited(p, errors="replace", newline="")
     except OSError as e:
-        raise fail(f"read_file: {p}: {_os_reason(e)}") from None
+        raise fail(_read_error("read_file", p, e)) from None
 
 
 @builtin()
 def read_file_result(thread: Any, path: Any = None) -> Any:
-    """``read_file_result(p)``: ``Ok(text)`` or ``Err(message)``."""
+    """``read_file_result(p)``: ``Ok(text)`` or ``Err(message)``, the message ``read_file``
+    would throw (the same limit and file-type checks)."""
+    from harnpy.security import read_text_limited
+
     p = text(path)
     try:
-        with open(p, encoding="utf-8", errors="replace", newline="") as f:
-            return ok(f.read())
+        return ok(read_text_limited(p, errors="replace", newline=""))
     except OSError as e:
-        return err(f"read_file: {p}: {_os_reason(e)}")
+        return err(_read_error("read_file", p, e))
 
 
 @builtin()
 def read_file_bytes(thread: Any, path: Any = None) -> bytes:
-    """``read_file_bytes(p)``: the file's raw bytes."""
+    """``read_file_bytes(p)``: the file's raw bytes (the limit and file-type checks of
+    ``read_file``); throws ``read_file_bytes: ...``."""
+    from harnpy.security import read_limited
+
     p = _path("read_file_bytes", path)
     try:
-        return Path(p).read_bytes()
+        return read_limited(p)
     except OSError as e:
-        raise fail(f"read_file_bytes: {p}: {_os_reason(e)}") from None
+        raise fail(_read_error("read_file_bytes", p, e)) from None
 
 
 def _write(name: str, path: Any, content: Any, mode: str) -> None:
@@ -341,10 +362,21 @@ def _stdin(thread: Any) -> Any:
     return sys.stdin if sys.stdin is not None else io.StringIO("")
 
 
+def _read_stdin(thread: Any, name: str, line: bool) -> str:
+    from harnpy.security import read_stream_limited
+
+    try:
+        return read_stream_limited(_stdin(thread), "stdin", line=line)
+    except OSError as e:
+        raise fail(f"{name}: {e}") from None
+
+
 @builtin()
 def read_line(thread: Any) -> Any:
-    """``read_line()``: next stdin line without its newline, or nil at end of input."""
-    line = clean_text(_stdin(thread).readline())
+    """``read_line()``: next stdin line without its newline, or nil at end of input. A line
+    longer than ``HARNPY_MAX_READ_BYTES`` (default 64 MiB) throws ``read_line: stdin has
+    more than <n> bytes ...`` (at most the limit + 1 characters are read)."""
+    line = clean_text(_read_stdin(thread, "read_line", True))
     if line == "":
         return None
     if line.endswith("\n"):
@@ -356,8 +388,10 @@ def read_line(thread: Any) -> Any:
 
 @builtin()
 def read_stdin(thread: Any) -> Any:
-    """``read_stdin()``: the rest of stdin, or nil when nothing is left."""
-    data = clean_text(_stdin(thread).read())
+    """``read_stdin()``: the rest of stdin, or nil when nothing is left. More than
+    ``HARNPY_MAX_READ_BYTES`` (default 64 MiB) throws ``read_stdin: stdin has more than <n>
+    bytes ...`` (at most the limit + 1 characters are read)."""
+    data = clean_text(_read_stdin(thread, "read_stdin", False))
     return data if data else None
 
 

@@ -767,9 +767,10 @@ class _Renderer:
             raise TemplateError(n.line, n.col, f"circular include detected: {chain}")
         if len(self.include_stack) >= MAX_INCLUDE_DEPTH:
             raise TemplateError(n.line, n.col, f"include depth exceeded ({MAX_INCLUDE_DEPTH})")
+        from harnpy.security import read_text_limited
+
         try:
-            with open(path, encoding="utf-8", newline="") as f:
-                src = f.read()
+            src = read_text_limited(path, newline="")
         except OSError as e:
             raise TemplateError(
                 n.line, n.col, f"cannot read included template '{target}': {e.strerror or e}"
@@ -816,12 +817,16 @@ def _caller_dir(thread: Any) -> str:
 @builtin()
 def render(thread: Any, path: Any = None, bindings: Any = None) -> str:
     """``render(path, bindings?)``: render the template file at ``path`` (relative to the
-    calling source file's directory)."""
+    calling source file's directory). The file, and each file it includes, must be a regular
+    file of at most ``HARNPY_MAX_READ_BYTES`` (default 64 MiB): a bigger one, a FIFO or a
+    device throws ``render: cannot read template '<path>': <path> is <n> bytes, over the
+    <limit>-byte limit ...`` before it is read."""
     rel = text(path)
+    from harnpy.security import read_text_limited
+
     full = os.path.normpath(os.path.join(_caller_dir(thread), rel))
     try:
-        with open(full, encoding="utf-8", newline="") as f:
-            src = f.read()
+        src = read_text_limited(full, newline="")
     except OSError as e:
         raise fail(f"render: cannot read template '{rel}': {e.strerror or e}") from None
     return render_template(src, bindings, os.path.dirname(full), full)
