@@ -48,6 +48,12 @@ def is_pseudo_path(path: str) -> bool:
     return path.startswith("<") and path.endswith(">")
 
 
+class SourceRefused(SnapshotError):
+    """``E406``: the only files a module's source could be in were refused before they were
+    read (over the 16 MiB source limit, :data:`~harnpy.runtime.modules.MAX_SOURCE_BYTES`),
+    so the message says so, with the size and the limit, instead of "cannot find"."""
+
+
 def locate_source(
     rec: dict[str, Any], snapshot_path: str, expected_hash: str | None = None
 ) -> tuple[str, str]:
@@ -58,8 +64,9 @@ def locate_source(
     without a file (a pseudo-path, :func:`is_pseudo_path`): for any other module the file
     decides, whatever the record carries.
 
-    Raises SnapshotError (E406) when no candidate exists, E404 when a pseudo-path module's
-    inline source is missing."""
+    Raises SnapshotError (E406) when no candidate exists (:class:`SourceRefused` when the
+    candidates that exist were all refused as too large: the message gives the size and
+    the limit), E404 when a pseudo-path module's inline source is missing."""
     path = rec["path"]
     if is_pseudo_path(rec["key"]) and is_pseudo_path(path):
         # a `-e` program or a REPL entry has no file: its source is inline (only ever taken
@@ -73,13 +80,19 @@ def locate_source(
         _, p = resolve_import(rec["key"], None)  # type: ignore[arg-type]
         return str(p), read_source(str(p))
 
+    from harnpy.security import FileTooLarge
+
     want = expected_hash or rec.get("hash")
     first: tuple[str, str] | None = None
+    too_large: list[str] = []
     for c in source_candidates(path, snapshot_path)[:400]:
         if not os.path.isfile(c):
             continue
         try:
             text = read_source(c)
+        except FileTooLarge as e:
+            too_large.append(f"{e.filename} is {e.size} bytes, over the {e.cap}-byte limit")
+            continue
         except (OSError, UnicodeDecodeError):
             continue
         found = (path if c == path else os.path.abspath(c)), text
@@ -89,6 +102,12 @@ def locate_source(
             first = found
     if first is not None:
         return first
+    if too_large:
+        raise SourceRefused(
+            f"the source of {path} needed by the snapshot is too large to be a program "
+            f"source: {'; '.join(too_large)}",
+            "E406",
+        )
     raise SnapshotError(f"cannot find the source of {path} needed by the snapshot", "E406")
 
 
@@ -128,6 +147,10 @@ def checked_source(
         return rec["path"], stored
     if source is None:
         why = f" ({'; '.join(lookup.refused)})" if lookup is not None and lookup.refused else ""
+        if isinstance(missing, SourceRefused):
+            raise SourceRefused(
+                f"{missing.message}, and no stored copy of it is available{why}", "E406"
+            ) from missing
         raise SnapshotError(
             f"cannot find the source of {rec['path']} needed by the snapshot, and no stored "
             f"copy of it is available{why}",
