@@ -330,11 +330,10 @@ def _needed_hashes(path: str) -> set[str] | None:
         PruneRefused: it starts like a snapshot but cannot be read or parsed."""
     import json
 
-    from harnpy.security import read_capped
+    from harnpy.security import read_capped, read_part
 
     try:
-        with open(path, "rb") as f:
-            head = f.read(512).decode("utf-8", "replace").replace(" ", "")
+        head = read_part(path, 512).decode("utf-8", "replace").replace(" ", "")
     except OSError as e:
         raise PruneRefused(f"{path} cannot be read ({e.strerror or e})") from None
     if not any(t in head for t in _SNAPSHOT_TYPES):

@@ -29,7 +29,9 @@ Files (:mod:`harnpy.security.files`):
   ``read_limited(path)`` / ``read_text_limited(path, errors=, newline=)`` are
   ``read_capped`` under it (a refusal says how to raise it), ``read_stream_limited(stream,
   what, line=)`` reads stdin under it (:class:`StreamTooLarge`). Every read of a file a
-  user or a program names goes through them.
+  user or a program names goes through them. ``read_part(path, n, start=, last=)`` (a
+  head or a log's tail) and ``file_digest(path)`` (streamed) read any size in bounded
+  memory, refusing FIFOs and devices the same way.
 * ``private_dir(path) -> str``: create directories 0700 whatever the umask; an existing one
   must belong to us (:class:`UnsafePath`) and is tightened to 0700.
 * ``write_private(path, data, *, durable=True, tmp_prefix=".harnpy-")``: atomic 0600 write
@@ -51,10 +53,12 @@ from harnpy.security.files import (
     ReadRefused,
     StreamTooLarge,
     UnsafePath,
+    file_digest,
     private_dir,
     read_capped,
     read_limit,
     read_limited,
+    read_part,
     read_stream_limited,
     read_text_limited,
     write_private,
@@ -76,12 +80,14 @@ __all__ = [
     "SnapshotKey",
     "StreamTooLarge",
     "UnsafePath",
+    "file_digest",
     "is_sealed",
     "key_file_path",
     "private_dir",
     "read_capped",
     "read_limit",
     "read_limited",
+    "read_part",
     "read_stream_limited",
     "read_text_limited",
     "seal",

@@ -7,6 +7,8 @@
   read limit (:func:`read_limit`: ``HARNPY_MAX_READ_BYTES``, default 64 MiB), what the file
   builtins, templates, ``:load`` and harnpy's own small state files use;
   :func:`read_stream_limited` is the same limit for a text stream (stdin).
+* :func:`read_part` (a head or a tail) and :func:`file_digest` (a hash, streamed) read a
+  file of any size in bounded memory, with the same refusal of FIFOs and devices.
 * :func:`private_dir` creates directories only the current user can enter (0700, whatever
   the umask) and refuses an existing one that belongs to someone else.
 * :func:`write_private` writes a file only the current user can read (0600) atomically: a
@@ -35,10 +37,12 @@ __all__ = [
     "ReadRefused",
     "StreamTooLarge",
     "UnsafePath",
+    "file_digest",
     "private_dir",
     "read_capped",
     "read_limit",
     "read_limited",
+    "read_part",
     "read_stream_limited",
     "read_text_limited",
     "sweep_stale_temp_files",
@@ -170,6 +174,44 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _open_regular(path: str) -> tuple[int, os.stat_result]:
+    """An open read-only descriptor of regular file ``path`` and its ``fstat``: opened with
+    ``O_NONBLOCK`` (a FIFO does not wait for a writer) and checked on the descriptor (no
+    race with a rename). The caller closes the descriptor.
+
+    Raises:
+        NotRegularFile: a FIFO, device, socket or directory.
+        OSError: as ``os.open`` reports it.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        raise NotRegularFile(errno.EISDIR, f"{path} is a directory, not a file", path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(
+                errno.EINVAL, f"{path} is {_kind(st.st_mode)}, not a regular file", path
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def _read_upto(fd: int, n: int) -> bytes:
+    chunks: list[bytes] = []
+    got = 0
+    while got < n:
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
 def read_capped(path: str, cap: int) -> bytes:
     """The bytes of regular file ``path``, at most ``cap`` of them.
 
@@ -192,32 +234,55 @@ def read_capped(path: str, cap: int) -> bytes:
         OSError: the file cannot be opened or read (``FileNotFoundError``,
             ``PermissionError``...), as the OS reports it.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd, st = _open_regular(path)
     try:
-        fd = os.open(path, flags)
-    except IsADirectoryError:
-        raise NotRegularFile(errno.EISDIR, f"{path} is a directory, not a file", path) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(
-                errno.EINVAL, f"{path} is {_kind(st.st_mode)}, not a regular file", path
-            )
         if st.st_size > cap:
             raise FileTooLarge(path, st.st_size, cap)
-        chunks: list[bytes] = []
-        got = 0
-        while got <= cap:
-            chunk = os.read(fd, cap + 1 - got)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        if got > cap:
-            raise FileTooLarge(path, max(st.st_size, got), cap)
-        return b"".join(chunks)
+        data = _read_upto(fd, cap + 1)
+        if len(data) > cap:
+            raise FileTooLarge(path, max(st.st_size, len(data)), cap)
+        return data
     finally:
         os.close(fd)
+
+
+def read_part(path: str, n: int, *, start: int = 0, last: bool = False) -> bytes:
+    """At most ``n`` bytes of regular file ``path`` (the checks of :func:`read_capped`,
+    without its refusal of a big file): from offset ``start`` or, with ``last``, the last
+    ``n`` bytes of the file not before ``start`` (the tail of a log).
+
+    Raises:
+        NotRegularFile: a FIFO, device, socket or directory (nothing is read).
+        OSError: the file cannot be opened or read.
+    """
+    fd, st = _open_regular(path)
+    try:
+        offset = max(start, st.st_size - n) if last else start
+        if offset:
+            os.lseek(fd, offset, os.SEEK_SET)
+        return _read_upto(fd, n)
+    finally:
+        os.close(fd)
+
+
+def file_digest(path: str, algorithm: str = "sha256") -> str:
+    """The hex digest of regular file ``path`` (the checks of :func:`read_capped`), read in
+    1 MiB chunks, so any size is hashed in bounded memory.
+
+    Raises:
+        NotRegularFile: a FIFO, device, socket or directory (nothing is read).
+        OSError: the file cannot be opened or read.
+    """
+    import hashlib
+
+    h = hashlib.new(algorithm)
+    fd, _ = _open_regular(path)
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+    finally:
+        os.close(fd)
+    return h.hexdigest()
 
 
 #: The variable that sets :func:`read_limit`.

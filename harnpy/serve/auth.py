@@ -116,12 +116,20 @@ class KeyRing:
         return tuple(k.plain for k in self.keys if k.plain)
 
 
+#: The largest API key file read (bytes): thousands of keys.
+KEY_FILE_CAP = 1024 * 1024
+
+
 def _load_file(path: str) -> list[_Key]:
+    from harnpy.security import read_capped
+
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+        # a regular file of at most 1 MiB: a FIFO or a device is refused, not waited on
+        data = tomllib.loads(read_capped(path, KEY_FILE_CAP).decode("utf-8"))
     except OSError as e:
         raise AuthError(f"cannot read the API key file {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise AuthError(f"the API key file {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise AuthError(f"the API key file {path} is not valid TOML: {e}") from None
     tables = data.get("key")

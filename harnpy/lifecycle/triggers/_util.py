@@ -50,7 +50,9 @@ def _stored(ref: str) -> tuple[Any, bytes] | None:
 
 def file_sha256(path: str | None) -> str | None:
     """Hex SHA-256 of a snapshot's bytes (a file, or the body of a store checkpoint
-    ``<url>#<id>``), or None when it cannot be read."""
+    ``<url>#<id>``), or None when it cannot be read. A file is hashed in chunks and must be
+    a regular file (a FIFO or a device is None, never waited on:
+    :func:`harnpy.security.file_digest`)."""
     if not path:
         return None
     from harnpy.lifecycle.checkpoint_store import is_store_ref
@@ -58,9 +60,10 @@ def file_sha256(path: str | None) -> str | None:
     if is_store_ref(path):
         got = _stored(path)
         return None if got is None else hashlib.sha256(got[1]).hexdigest()
+    from harnpy.security import file_digest
+
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
+        return file_digest(path)
     except OSError:
         return None
 

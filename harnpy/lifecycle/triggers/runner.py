@@ -193,13 +193,26 @@ class SubprocessResume:
         else:
             out["status"] = "failed"
         if self.capture:
-            try:
-                with open(log_path, "rb") as fh:
-                    fh.seek(start)
-                    out["output"] = fh.read().decode("utf-8", "replace")[-8000:]
-            except OSError:
-                out["output"] = ""
+            out["output"] = log_tail(log_path, start)
         return out
+
+
+#: How much of the end of a resume's log ``capture`` reads (bytes; its last 8,000
+#: characters are kept).
+_OUTPUT_TAIL_BYTES = 32_000
+
+
+def log_tail(log_path: str, start: int) -> str:
+    """The last 8,000 characters a resume wrote to its log from offset ``start`` ("" when
+    the log cannot be read). At most :data:`_OUTPUT_TAIL_BYTES` are read, whatever the
+    log's size, and only from a regular file (:func:`harnpy.security.read_part`)."""
+    from harnpy.security import read_part
+
+    try:
+        tail = read_part(log_path, _OUTPUT_TAIL_BYTES, start=start, last=True)
+    except OSError:
+        return ""
+    return tail.decode("utf-8", "replace")[-8000:]
 
 
 def _stop_child(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
