@@ -14,8 +14,10 @@ Layout (what harnpy has always written, every file 0600 in a 0700 directory):
 * ``<key>.transcript-<generation>.jsonl``: transcript entries, one ``[stream, entry]`` line
   each, appended (and fsynced) before the checkpoint that needs them is renamed into place.
 
-Every read-check-write runs under an exclusive ``flock`` of the directory, so claims are
-atomic across the processes sharing it. A directory has no clock its users agree on: a
+Every read-check-write runs under an exclusive lock of the directory (the ``filelock``
+library on ``<dir>/.harnpy-dir.lock``, 0600: ``flock`` on POSIX, ``msvcrt`` locking on
+Windows; released by the OS when its holder dies), so claims are atomic across the
+processes (and threads) sharing it. A directory has no clock its users agree on: a
 claim holds while its owner process lives; one whose owner is known to be gone (its pid is
 dead on this host) is put back — the kept park replaces the document — by the next claim,
 read or listing (issue 13 point 6: a resume killed mid-run leaves the park resumable once).
@@ -29,7 +31,6 @@ changes them); compare them for equality only.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import hashlib
 import json
@@ -57,24 +58,27 @@ _KEY_RE = re.compile(r"^[^/\\\x00.][^/\\\x00]*$")
 _CLAIM_CAP = 64 * 1024
 
 
+#: The lock file of a checkpoint directory (:func:`dir_lock`).
+LOCK_NAME = ".harnpy-dir.lock"
+
+
 @contextlib.contextmanager
 def dir_lock(path: str) -> Iterator[None]:
-    """An exclusive ``flock`` of the directory holding ``path`` (every read-check-write of
-    a checkpoint runs under it, so they are atomic with respect to each other across
-    processes).
+    """An exclusive lock of the directory holding ``path`` (every read-check-write of a
+    checkpoint runs under it, so they are atomic with respect to each other across
+    processes and threads): a ``filelock.FileLock`` on :data:`LOCK_NAME` in that directory,
+    created 0600 on first use. Not reentrant: never nest two ``dir_lock`` of one directory.
 
     Raises:
-        OSError: the directory cannot be opened.
+        OSError: the directory is missing or the lock file cannot be created or opened.
     """
+    from filelock import FileLock
+
     d = os.path.dirname(os.path.abspath(path)) or "."
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    if not os.path.isdir(d):
+        raise FileNotFoundError(2, f"{d} is not a directory", d)
+    with FileLock(os.path.join(d, LOCK_NAME), mode=0o600, poll_interval=0.005):
         yield
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def _version_of(st: os.stat_result) -> int:

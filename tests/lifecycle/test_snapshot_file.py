@@ -34,9 +34,12 @@ def test_file_layout_and_envelope(run_harn: RunHarn, state_dir: Path) -> None:
     (snap,) = snapshots(state_dir)
     assert got == [str(snap), "true"]
     assert stat.S_IMODE(snap.stat().st_mode) == 0o600
-    # no temp file left: the snapshot and its transcript file (issue 15) only
+    # no temp file left: the snapshot, its transcript file (issue 15) and the directory's
+    # lock file only
     (tfile,) = state_dir.glob(f"{snap.stem}.transcript-*.jsonl")
-    assert sorted(p.name for p in state_dir.iterdir()) == sorted([snap.name, tfile.name])
+    assert sorted(p.name for p in state_dir.iterdir()) == sorted(
+        [snap.name, tfile.name, ".harnpy-dir.lock"]
+    )
     assert stat.S_IMODE(tfile.stat().st_mode) == 0o600
     doc = load(snap)
     assert doc["_type"] == "worker_snapshot"
