@@ -323,8 +323,12 @@ def persist(
 
     path = rec.snapshot_path
     plan = None
+    # the I/O messages name the snapshot file or store row once it is known (before that,
+    # the store itself may be what failed, and its error names it)
+    target = f"worker {rec.id}"
     try:
         path = _target_path(runtime, rec)
+        target = f"worker {rec.id} to {path}"
         if thread is not None:
             plan = transcript_store.plan(runtime, path, rec.transcript, st)
         doc = build_document(
@@ -359,12 +363,14 @@ def persist(
         raise runtime_error(f"cannot snapshot worker {rec.id}: {e.message}") from None
     except OSError as e:
         if required:
-            raise runtime_error(f"cannot write worker snapshot {path}: {e.strerror or e}") from None
+            raise runtime_error(
+                f"cannot write the checkpoint of {target}: {e.strerror or e}"
+            ) from None
         warned = _cache(runtime, "io_warned")
-        if path not in warned:
-            warned[path] = True
+        if target not in warned:
+            warned[target] = True
             runtime.write_err(
-                f"harnpy: warning: cannot write worker snapshot {path}: {e.strerror or e}\n"
+                f"harnpy: warning: cannot write the checkpoint of {target}: {e.strerror or e}\n"
             )
         return False
     if isinstance(doc.get("harnpy_thread"), dict):  # a park: keep the code it runs

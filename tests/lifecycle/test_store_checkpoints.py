@@ -322,3 +322,21 @@ def test_harnpy_worker_resumes_a_due_wait_of_a_stored_checkpoint_once(
     assert rec is not None and rec.status == "completed"
     info = s.checkpoint_info(wid)
     assert info is not None and info.status == "completed"
+
+
+def test_an_unreachable_store_at_park_time_names_the_store_not_a_snapshot_file(
+    tmp_path: Path,
+) -> None:
+    # nothing listens on port 9: the park cannot be written; the error says which store
+    # failed (before: "cannot write worker snapshot .harn/workers/<id>.json", a file that
+    # was never meant to exist) and no snapshot file appears instead
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "w.harn").write_text(APPROVAL, encoding="utf-8")
+    url = "postgresql://nobody@127.0.0.1:9/nodb"
+    p = harnpy("run", "w.harn", cwd=a, env=_env(url, a / "STEPS"))
+    assert p.returncode != 0
+    assert "cannot write the checkpoint of worker worker_" in p.stderr
+    assert f"store {url}: cannot connect" in p.stderr
+    assert ".harn/workers" not in p.stderr and "Traceback" not in p.stderr
+    assert not (a / ".harn" / "workers").exists()
