@@ -48,7 +48,7 @@ import json
 import os
 from typing import Any
 
-from harnpy.lifecycle import text_tools, tool_hooks
+from harnpy.lifecycle import loop_trace, text_tools, tool_hooks
 from harnpy.lifecycle._common import (
     arg,
     error_text,
@@ -384,23 +384,26 @@ def agent_llm_turn(thread: Any, st: Any = None) -> Any:
     request = build(None, system, opts, where="agent_loop", cache=message_cache(rt))
 
     empty_retries = [0]
+    started = int(rt.clock.monotonic_ms())
 
     def on_retry(err: Any) -> None:
         if err.classified()[1] == "empty_completion":
             empty_retries[0] += 1
 
     def finish(resp: Any) -> dict[str, Any]:
-        return apply_response(rt, st, resp, empty_retries[0])
+        took = int(rt.clock.monotonic_ms()) - started
+        return apply_response(rt, st, resp, empty_retries[0], duration_ms=took)
 
     submit_blocking(thread, request, finish, "agent turn", on_retry=on_retry)
     return None
 
 
 def apply_response(
-    runtime: Any, st: dict[str, Any], resp: Any, empty_retries: int = 0
+    runtime: Any, st: dict[str, Any], resp: Any, empty_retries: int = 0, duration_ms: int = 0
 ) -> dict[str, Any]:
     """The state after the model answered ``resp`` (see ``__agent_llm_turn``);
-    ``empty_retries``: the empty completions retried before this answer."""
+    ``empty_retries``: the empty completions retried before this answer; ``duration_ms``:
+    how long the request took (its ``llm_call`` trace event, :mod:`.loop_trace`)."""
     iteration = st["iteration"] + 1
     t = st["transcript"]
     if st["reminders"]:
@@ -441,6 +444,7 @@ def apply_response(
             "tool_calls": len(calls),
         },
     )
+    loop_trace.llm_call(runtime, st, resp, iteration, len(calls), duration_ms)
     parts = st["text_parts"] + [resp.text] if resp.text else st["text_parts"]
     return _with_transcript(
         runtime,
@@ -588,7 +592,10 @@ def _tool_message(
 def agent_tool_start(thread: Any, prep: Any = None) -> None:
     """``__agent_tool_start(prep)``: the loop is about to run (or reject) the tool call of
     ``prep``; reports ``tool_call {call_id, name, args, started_at}`` (RFC 3339) to the
-    run-event sink, if any (module docstring). Returns nil."""
+    run-event sink, if any (module docstring), and notes when it started (the
+    ``duration_ms`` of its ``tool_execution`` trace event). Returns nil."""
+    if type(prep) is dict:
+        loop_trace.tool_start(thread.runtime, thread.name, prep.get("id"))
     sink = run_event_sink(thread.runtime)
     if sink is not None and type(prep) is dict:
         sink(
@@ -691,6 +698,7 @@ def agent_tool_done(
             "content": content,
         },
     )
+    loop_trace.tool_done(rt, st, record, content, thread.name)
     sink = run_event_sink(rt)
     if sink is not None:
         _report_tool_result(sink, prep, {**record, "content": content})
@@ -947,6 +955,7 @@ def agent_loop_result(thread: Any, st: Any = None) -> dict[str, Any]:
     rt = thread.runtime
     out = loop_result(rt, st)
     if st["suspension"] is None:
+        loop_trace.loop_complete(rt, st, out)
         report_root_outcome(thread, st, out)  # a failure says so on stderr (issue 14 §2)
     return out
 

@@ -339,6 +339,7 @@ def agent_apply_compaction(thread: Any, st: Any = None, plan: Any = None, out: A
     """``__agent_apply_compaction(st, plan, out)``: the state with the compacted messages,
     the transcript ``summary`` and a ``compaction`` event ``{strategy, engine_strategy,
     archived, estimated_tokens_before, estimated_tokens_after}``."""
+    from harnpy.lifecycle import loop_trace
     from harnpy.lifecycle.services import services
     from harnpy.lifecycle.transcript import append_event
 
@@ -362,6 +363,7 @@ def agent_apply_compaction(thread: Any, st: Any = None, plan: Any = None, out: A
         "estimated_tokens_after": estimate(msgs),
     }
     t = append_event(t, event)
+    loop_trace.compaction(thread.runtime, st, out.get("archived"), summary)
     svc = services(thread.runtime)
     svc.emit_session_event(st.get("session_id"), {"type": "transcript_compacted", **event})
     svc.sessions[st["session_id"]] = t

@@ -21,8 +21,10 @@ Harn ``docs/src/llm/llm_call.md`` (``llm_call_structured`` and its variants) ove
   once the main call ended with malformed or schema-invalid JSON (never after a transport
   failure), one more call with the repair overrides asks the model to fix the raw text.
 * **agent_trace()**: the run's trace events, oldest first -- ``{type: "llm_call", ...}`` for
-  every model answer and ``{type: "schema_retry", ...}`` for every schema retry. Kept on the
-  runtime as snapshot data (runtime-state section ``agent_trace``).
+  every model answer and ``{type: "schema_retry", ...}`` for every schema retry; the
+  events of ``agent_loop`` turns come from :mod:`harnpy.lifecycle.loop_trace`. Kept on the
+  runtime as snapshot data (runtime-state section ``agent_trace``), stored as rows apart
+  from a park's checkpoint body.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from harnpy.lifecycle.llm_builtins import (
     visible_text,
 )
 from harnpy.runtime.errors import HarnThrow
-from harnpy.runtime.extensions import register_dict_list_state
+from harnpy.runtime.extensions import register_state
 from harnpy.runtime.values import StructType, StructValue
 from harnpy.stdlib.registry import builtin
 
@@ -49,8 +51,12 @@ from harnpy.stdlib.registry import builtin
 STRUCTURED_SCHEMA_RETRIES = 3
 #: At most this many trace events are kept (the oldest are dropped first).
 MAX_TRACE_EVENTS = 10_000
+#: Events kept beyond :data:`MAX_TRACE_EVENTS` before the oldest are dropped (at once).
+TRACE_SLACK = 1_000
 #: Runtime attribute holding the trace events (a list of Harn dicts).
 TRACE_ATTR = "structured_agent_trace"
+#: Runtime attribute holding the trace list a park is snapshotting (:func:`pin_trace`).
+TRACE_PIN_ATTR = "structured_agent_trace_pinned"
 #: Problem reported for an answer without any JSON value in it.
 NO_JSON = "the answer contains no parseable JSON"
 
@@ -357,13 +363,37 @@ def _trace(runtime: Any) -> list[dict[str, Any]]:
     return events  # type: ignore[no-any-return]
 
 
+def trace_events(runtime: Any) -> list[dict[str, Any]]:
+    """The run's trace as kept (the runtime's own list, oldest first: read it, never change
+    it; up to :data:`TRACE_SLACK` more events than ``agent_trace()`` shows). Its entries are
+    never changed once appended, so a park that stores the trace as rows recognises the
+    events it stored already by identity (:mod:`harnpy.lifecycle.waitpoints.park_rows`,
+    :mod:`harnpy.lifecycle.transcript_store`)."""
+    return _trace(runtime)
+
+
 def trace_event(runtime: Any, event: dict[str, Any]) -> None:
-    """Append ``event`` (a Harn dict with a ``type``) to the run's trace (bounded by
-    :data:`MAX_TRACE_EVENTS`, oldest dropped)."""
+    """Append ``event`` (a Harn dict with a ``type``; never changed afterwards) to the run's
+    trace. Past ``MAX_TRACE_EVENTS + TRACE_SLACK`` events the oldest are dropped down to
+    :data:`MAX_TRACE_EVENTS` at once, so a trace stored as rows is rewritten once per
+    :data:`TRACE_SLACK` events, not at every park."""
     events = _trace(runtime)
     events.append(event)
-    if len(events) > MAX_TRACE_EVENTS:
+    if len(events) > MAX_TRACE_EVENTS + TRACE_SLACK:
         del events[: len(events) - MAX_TRACE_EVENTS]
+
+
+def install_trace(runtime: Any, events: list[dict[str, Any]]) -> None:
+    """Make ``events`` (checked trace events, e.g. restored from a worker checkpoint's
+    rows) the run's trace."""
+    setattr(runtime, TRACE_ATTR, events)
+
+
+def pin_trace(runtime: Any, events: list[dict[str, Any]] | None) -> None:
+    """While a park snapshots the program: the runtime-state section ``agent_trace`` is
+    the very list ``events`` (the copy the park stores as rows and detaches from the
+    snapshot), not a new copy; None unpins."""
+    setattr(runtime, TRACE_PIN_ATTR, events)
 
 
 def record_llm_call(runtime: Any, resp: Any, where: str) -> None:
@@ -386,7 +416,7 @@ def record_llm_call(runtime: Any, resp: Any, where: str) -> None:
 
 @builtin("agent_trace")
 def agent_trace(thread: Any) -> list[dict[str, Any]]:
-    """``agent_trace()``: the run's trace events, oldest first (at most 10,000 kept).
+    """``agent_trace()``: the run's trace events, oldest first (the last 10,000 kept).
 
     ``{type: "llm_call", call, provider, model, input_tokens, output_tokens, stop_reason,
     tool_calls}`` for each model answer of the structured helpers (and of ``llm_call``
@@ -394,14 +424,42 @@ def agent_trace(thread: Any) -> list[dict[str, Any]]:
     ``{type: "schema_retry", call, attempt, errors, correction_prompt, nudge_used}`` for
     each schema retry (``attempt``: 1 for the first retry; ``errors``: the validation
     messages that caused it; ``correction_prompt``: the corrective user message, sent only
-    when ``nudge_used``).
+    when ``nudge_used``). ``agent_loop`` turns add, each with the loop's ``session_id``:
+    ``llm_call`` (``call: "agent_loop"``, ``call_id``, ``iteration``, ``duration_ms``,
+    ``cache_read_tokens``, ``cache_write_tokens``), ``tool_execution {tool_name,
+    tool_use_id, status, duration_ms, iteration}``, ``tool_rejected {tool_name,
+    tool_use_id, reason, iteration}``, ``context_compaction {archived_messages,
+    new_summary_len, iteration}`` and, when the loop finishes, ``loop_complete {status,
+    iterations, total_duration_ms, tools_used, successful_tools}``
+    (:mod:`harnpy.lifecycle.loop_trace`).
+
+    The trace is snapshot data (runtime-state section ``agent_trace``); a waitpoint park
+    or a worker checkpoint stores it as rows appended per park, outside the checkpoint's
+    body, so a run resumed in a new process keeps the events from before its park.
     """
-    return [dict(e) for e in _trace(thread.runtime)]
+    events = _trace(thread.runtime)
+    return [dict(e) for e in events[-MAX_TRACE_EVENTS:]]
 
 
-register_dict_list_state(
-    "agent_trace", TRACE_ATTR, "type", "the agent trace must be a list of events with a `type`"
-)
+def _save_trace(thread: Any) -> Any:
+    rt = thread.runtime
+    pinned = getattr(rt, TRACE_PIN_ATTR, None)
+    if pinned is not None:
+        return pinned or None
+    items = getattr(rt, TRACE_ATTR, None)
+    return list(items) if items else None
+
+
+def _load_trace(thread: Any, data: Any) -> Any:
+    if type(data) is not list or any(
+        type(d) is not dict or type(d.get("type")) is not str for d in data
+    ):
+        raise TypeError("the agent trace must be a list of events with a `type`")
+    rt = thread.runtime
+    return lambda: install_trace(rt, list(data))
+
+
+register_state("agent_trace", _save_trace, _load_trace)
 
 
 # ------------------------------------------------------------------ the schema loop

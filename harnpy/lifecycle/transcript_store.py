@@ -13,7 +13,13 @@ A worker snapshot used to carry the whole transcript twice (``messages`` and the
 * ``["E", i]``: the next event is the ``message`` event of message ``i`` (``{kind:
   "message", ...message i, index: i, visibility: "public"}``, what
   :func:`~harnpy.lifecycle.transcript.append_message` records): each message is stored
-  once, its event is derived from it.
+  once, its event is derived from it;
+* ``["a", event]``: the next event of the run's ``agent_trace()`` (stream ``a``: the
+  runtime's trace, :func:`harnpy.lifecycle.structured_calls.trace_events`). A worker
+  snapshot carries no runtime state, so the trace is stored here only: a resume in
+  another process (``harnpy run --resume``, ``load_agent``) puts its events back in front
+  of that process's trace (:func:`remember_restored`); a resume in the process that
+  parked the worker keeps its trace as it is.
 
 A park appends only the entries that are new since the last park of this process (the
 lists are immutable values: a transcript that extends the stored one keeps the very same
@@ -63,7 +69,15 @@ MESSAGES = "transcript.messages"
 EVENTS = "transcript.events"
 #: Stream tag -> the name its detached list has in the snapshot (in file order of a batch:
 #: messages before the events that derive from them).
-STREAMS = {"m": MESSAGES, "e": EVENTS, "r": "loop.records", "t": "loop.text_parts"}
+STREAMS = {
+    "m": MESSAGES,
+    "e": EVENTS,
+    "r": "loop.records",
+    "t": "loop.text_parts",
+    "a": "agent.trace",
+}
+#: The stream of the run's agent trace (not referred to from the snapshot's frames).
+TRACE_TAG = "a"
 _NAME_RE = re.compile(r"^[^/\\]+\.transcript-[0-9a-f]{8,32}\.jsonl$")
 
 
@@ -155,8 +169,9 @@ class TranscriptPlan:
     streams: dict[str, list[Any]]
 
     def detached(self) -> dict[str, Any]:
-        """The lists the snapshot refers to (``{"$ext": name}``) instead of encoding them."""
-        return {STREAMS[tag]: lst for tag, lst in self.streams.items()}
+        """The lists the snapshot refers to (``{"$ext": name}``) instead of encoding them
+        (the trace is in no frame: it is only stored)."""
+        return {STREAMS[tag]: lst for tag, lst in self.streams.items() if tag != TRACE_TAG}
 
     def record(self) -> dict[str, Any]:
         """``transcript_file`` of the snapshot: ``{name, bytes, lines, streams, sha256}``."""
@@ -265,6 +280,9 @@ def plan(
     from harnpy.lifecycle.checkpoint_store import is_store_ref
 
     streams = streams_of(transcript, st)
+    trace = _trace_copy(runtime)
+    if trace:
+        streams[TRACE_TAG] = trace
     if not streams:
         return None
     stored = is_store_ref(snapshot_path)
@@ -327,6 +345,14 @@ def plan(
         fresh=fresh,
         streams=streams,
     )
+
+
+def _trace_copy(runtime: Any) -> list[Any] | None:
+    """The run's trace events as a new list of the same event objects (None: none)."""
+    from harnpy.lifecycle.structured_calls import TRACE_ATTR
+
+    events = getattr(runtime, TRACE_ATTR, None)
+    return list(events) if events else None
 
 
 def _bad(what: str) -> SnapshotError:
@@ -491,15 +517,47 @@ def _derived_event(msgs: list[Any], i: int, path: str) -> Any:
 
 def remember_restored(runtime: Any, snapshot_path: str, log: _Log, decoded: Any) -> None:
     """After a restore: ``decoded(name)`` gives each decoded detached list, which is what
-    the file holds, so the next park of this worker appends to it."""
+    the file holds, so the next park of this worker appends to it.
+
+    A stored agent trace (stream ``a``) that this process did not write (a resume in
+    another process than the park's) is put back in front of the run's trace: its events
+    happened before the park, so ``agent_trace()`` lists them first. When this process
+    wrote it, the run's trace already holds those events and is left as it is.
+
+    Raises:
+        SnapshotError: ``E404`` — the stored trace is not a list of events with a ``type``.
+    """
+    key = _key(snapshot_path)
+    previous = _logs(runtime).get(key)
     lists = {}
     for tag in log.lists:
         v = decoded(STREAMS[tag])
         if type(v) is not list:
             return
         lists[tag] = list(v)
+    if TRACE_TAG in lists:
+        lists[TRACE_TAG] = _restore_trace(runtime, lists[TRACE_TAG], previous)
     log.lists = lists
-    _logs(runtime)[_key(snapshot_path)] = log
+    _logs(runtime)[key] = log
+
+
+def _restore_trace(runtime: Any, stored: list[Any], previous: _Log | None) -> list[Any]:
+    """Merge the restored trace events ``stored`` into the run's trace (see
+    :func:`remember_restored`); returns the entries to remember as stored (the run's own
+    objects when its trace starts with them: the next park then appends)."""
+    from harnpy.lifecycle.structured_calls import trace_events
+
+    if any(type(e) is not dict or type(e.get("type")) is not str for e in stored):
+        raise _bad("holds an agent trace that is not a list of events with a `type`")
+    events = trace_events(runtime)
+    old = previous.lists.get(TRACE_TAG) if previous is not None else None
+    if old is not None:  # this process wrote the checkpoint: its trace holds the events
+        if len(old) == len(stored) and _extends(old, events):
+            return list(old)
+        return stored  # the trace moved on (its oldest events dropped): the next park rewrites
+    if not _extends(stored, events):
+        events[:0] = stored  # a trace from another process: its events came first
+    return stored
 
 
 def forget(runtime: Any, snapshot_path: str) -> None:

@@ -236,6 +236,106 @@ def test_agent_trace_records_calls_and_retries(run) -> None:
     ]
 
 
+LOOP = """
+tool probe(path: string) -> string {
+  description "Probe."
+  return "probed " + path
+}
+llm_mock({tool_calls: [{id: "c1", name: "probe", arguments: {path: "a"}},
+  {id: "c2", name: "nope", arguments: {}}], input_tokens: 11, output_tokens: 5})
+llm_mock({tool_calls: [{id: "c3", name: "probe", arguments: {path: "b"}}]})
+llm_mock({text: "done"})
+let r = agent_loop("go", nil, {provider: "mock", tools: [probe], compact_threshold: 1,
+  compact_keep_last: 1, compaction: "truncate"})
+"""
+
+
+def test_agent_trace_records_agent_loop_turns(run) -> None:
+    out = run(
+        LOOP
+        + """
+let t = agent_trace()
+println(t.map({ e -> e.type }))
+let c = t[0]
+println([c.call, c.iteration, c.tool_calls, c.provider, c.input_tokens, c.output_tokens,
+  c.cache_read_tokens, type_of(c.duration_ms), c.session_id == r.session_id,
+  c.call_id == r.session_id + ":1"])
+println([t[1].tool_name, t[1].tool_use_id, t[1].status, t[1].iteration, type_of(t[1].duration_ms)])
+println([t[2].tool_name, t[2].tool_use_id, t[2].reason.contains("nope"), t[2].iteration])
+println([t[3].archived_messages > 0, t[3].new_summary_len > 0, t[3].iteration])
+let last = t[len(t) - 1]
+println([last.status, last.iterations, last.tools_used, last.successful_tools,
+  last.total_duration_ms == r.llm.duration_ms])
+"""
+    )
+    assert out == [
+        "[llm_call, tool_execution, tool_rejected, context_compaction, llm_call, "
+        "tool_execution, context_compaction, llm_call, loop_complete]",
+        "[agent_loop, 1, 2, mock, 11, 5, 0, int, true, true]",
+        "[probe, c1, ok, 1, int]",
+        "[nope, c2, true, 1]",
+        "[true, true, 1]",
+        "[done, 3, [probe, nope], [probe], true]",
+    ]
+
+
+def test_agent_trace_summary_rolls_the_trace_up(run) -> None:
+    out = run(
+        f"let s = {SCHEMA}\n"
+        + mock("nothing")
+        + mock('{"verdict": "ok"}')
+        + 'llm_call_structured("G", s, {provider: "mock"})\n'
+        + LOOP
+        + """
+let m = agent_trace_summary()
+println([m.llm_calls, m.iterations, m.tool_executions, m.tool_rejections, m.tool_errors,
+  m.tools_used, m.compactions, m.schema_retries, m.loops_completed, m.status])
+let calls = agent_trace().filter({ e -> e.type == "llm_call" })
+println(m.total_input_tokens == calls.map({ e -> e.input_tokens }).reduce(0, { a, b -> a + b }))
+println([type_of(m.total_llm_duration_ms), type_of(m.total_tool_duration_ms),
+  m.total_duration_ms == r.llm.duration_ms])
+"""
+    )
+    assert out == [
+        "[5, 3, 2, 1, 0, [probe], 2, 1, 1, done]",
+        "true",
+        "[int, int, true]",
+    ]
+
+
+def test_agent_trace_summary_of_an_empty_trace(run) -> None:
+    out = run(
+        "let m = agent_trace_summary()\nprintln([m.llm_calls, m.status, m.total_duration_ms])"
+    )
+    assert out == ["[0, unknown, nil]"]
+
+
+def test_the_trace_keeps_the_last_events_and_drops_the_oldest_in_batches() -> None:
+    from harnpy.lifecycle.structured_calls import (
+        MAX_TRACE_EVENTS,
+        TRACE_SLACK,
+        agent_trace,
+        trace_event,
+        trace_events,
+    )
+
+    rt = Runtime(stdout=lambda _t: None, stderr=lambda _t: None)
+    for i in range(MAX_TRACE_EVENTS + TRACE_SLACK):
+        trace_event(rt, {"type": "x", "i": i})
+    # up to TRACE_SLACK events past the cap are kept (rows are rewritten once per batch)...
+    assert len(trace_events(rt)) == MAX_TRACE_EVENTS + TRACE_SLACK
+
+    class _Thread:
+        runtime = rt
+
+    shown = agent_trace(_Thread())
+    # ...but agent_trace() shows the last MAX_TRACE_EVENTS
+    assert len(shown) == MAX_TRACE_EVENTS and shown[-1]["i"] == MAX_TRACE_EVENTS + TRACE_SLACK - 1
+    trace_event(rt, {"type": "x", "i": -1})
+    assert len(trace_events(rt)) == MAX_TRACE_EVENTS
+    assert trace_events(rt)[-1]["i"] == -1
+
+
 def test_agent_trace_survives_a_program_snapshot(tmp_path: Path) -> None:
     prog = tmp_path / "prog.harn"
     prog.write_text(

@@ -6,6 +6,7 @@ changed behind the checkpoint's back are refused."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ pipeline main() {
   println("events " + to_string(len(r.transcript.events)))
   println("calls " + to_string(len(calls)))
   println("last call messages " + to_string(len(calls[len(calls) - 1].messages)))
+  let trace = agent_trace()
+  println("trace " + json_stringify(trace.map({ e -> e.type + ":" + to_string(e?.tool_name ?? e?.iteration) })))
   let tools = r.transcript.messages.filter({ m -> m.role == "tool" && starts_with(m.content, "asked") })
   println("approvals " + json_stringify(tools.map({ m -> m.content })))
 }
@@ -62,10 +65,13 @@ pipeline main() {
 
 
 class Writes:
-    """What each ``put_checkpoint`` of a run wrote: (body bytes, row bytes, row count)."""
+    """What each ``put_checkpoint`` of a run wrote: (body bytes, row bytes, row count), and
+    per park the rows of each stream and the body itself."""
 
     def __init__(self) -> None:
         self.parks: list[tuple[int, int, int]] = []
+        self.streams: list[dict[str, int]] = []
+        self.bodies: list[bytes] = []
 
 
 def _run(store_url: str, tmp_path: Path, warm: int, parks: int) -> tuple[list[str], Writes]:
@@ -84,6 +90,11 @@ def _run(store_url: str, tmp_path: Path, warm: int, parks: int) -> tuple[list[st
         if meta.status == "suspended":
             rows = t.rows if t is not None else []
             writes.parks.append((len(body), sum(len(r[2]) for r in rows), len(rows)))
+            per: dict[str, int] = {}
+            for name, _, _ in rows:
+                per[name] = per.get(name, 0) + 1
+            writes.streams.append(per)
+            writes.bodies.append(body)
         return real_put(worker_id, body, meta, **k)
 
     store.put_checkpoint = spy  # type: ignore[method-assign]
@@ -144,7 +155,47 @@ def test_the_rows_restore_the_transcript_and_the_mock_log(store_url: str, tmp_pa
     out: list[str] = []
     rt = Runtime(argv=["5", "3"], stdout=out.append, stderr=out.append)
     rt.run_module(rt.load_main(str(tmp_path / "plain.harn"), plain))
-    assert parked[-6:] == "".join(out).splitlines()[-6:]
+    assert parked[-7:] == "".join(out).splitlines()[-7:]
+
+
+def test_the_agent_trace_is_rows_and_the_park_body_stays_flat(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The agent_loop turns' trace events (one llm_call and one tool_execution per turn)
+    are appended as rows of stream ``agent.trace`` per park, not kept in the checkpoint's
+    body: the body of a park after 300 turns is the size of one after 30; and the fresh
+    runtimes that resumed the run answer agent_trace() with every event from before the
+    parks."""
+    from harnpy.lifecycle.waitpoints.park_rows import TRACE
+
+    short_out, short = _run(store_url, tmp_path, warm=30, parks=3)
+    long_out, long = _run(store_url, tmp_path, warm=300, parks=3)
+    # the first park stores the whole trace (2 events per lookup turn, the park turn's
+    # llm_call): rows, not body
+    assert long.streams[0][TRACE] == 2 * 300 + 1, long.streams
+    assert short.streams[0][TRACE] == 2 * 30 + 1, short.streams
+    # every later park appends the same two events (the approve call that parked before,
+    # the model call that asks for the next one), whatever came before
+    for s, lg in zip(short.streams[1:], long.streams[1:]):
+        assert s[TRACE] == lg[TRACE] == 2, (short.streams, long.streams)
+    for sb, lb in zip(short.bodies, long.bodies):
+        assert b"tool_execution" not in lb and b"llm_call" not in lb
+        assert abs(len(lb) - len(sb)) <= 256, (
+            [len(b) for b in short.bodies],
+            [len(b) for b in long.bodies],
+        )
+    (trace_line,) = [x for x in long_out if x.startswith("trace ")]
+    events = json.loads(trace_line[len("trace ") :])
+    assert events[:4] == [
+        "llm_call:1",
+        "tool_execution:lookup",
+        "llm_call:2",
+        "tool_execution:lookup",
+    ]
+    assert events.count("tool_execution:lookup") == 300
+    assert events.count("tool_execution:approve") == 3
+    assert sum(e.startswith("llm_call:") for e in events) == 300 + 3 + 1
+    assert events[-1] == "loop_complete:nil"
 
 
 def test_changed_rows_are_refused_and_the_park_is_kept(store_url: str, tmp_path: Path) -> None:

@@ -15,7 +15,10 @@ since the last park of this run:
   — the lists :func:`harnpy.lifecycle.transcript_store.streams_of` names;
 * the mock provider's call log (``mock.calls``, runtime state ``llm_mock``): part of the
   program's state — a resumed run's ``llm_mock_calls()`` answers with every call — and
-  it grows with every model call.
+  it grows with every model call;
+* the run's ``agent_trace()`` events (``agent.trace``, runtime state ``agent_trace``:
+  :func:`harnpy.lifecycle.structured_calls.trace_events`), which grow with every turn of
+  an agent loop (model calls, tool executions...).
 
 Each row's body is ``[tag, value]`` in the snapshot encoding, self-contained
 (:func:`~harnpy.runtime.snapshot.encode_standalone`). The snapshot refers to each list as
@@ -43,12 +46,24 @@ from typing import Any
 
 from harnpy.runtime.snapshot import SnapshotError
 
-__all__ = ["MOCK_CALLS", "RowsPlan", "collect", "load_rows", "plan", "remember_restored", "unpin"]
+__all__ = [
+    "MOCK_CALLS",
+    "TRACE",
+    "RowsPlan",
+    "collect",
+    "load_rows",
+    "plan",
+    "remember_restored",
+    "unpin",
+]
 
 #: Name of the mock provider's call log among the detached lists.
 MOCK_CALLS = "mock.calls"
-#: Row tag of a mock call record.
-_CALL_TAG = "c"
+#: Name of the run's agent trace among the detached lists.
+TRACE = "agent.trace"
+#: Row tag of the entries of the lists that are not a loop's (a mock call record, a trace
+#: event); a loop's list ``loop<k>.<tag>`` has the tag its name ends with.
+_TAGS = {MOCK_CALLS: "c", TRACE: "a"}
 
 
 @dataclass
@@ -75,6 +90,8 @@ class RowsPlan:
     rows: list[tuple[str, int, bytes]]
     hashers: dict[str, Any]
     mock_calls: list[Any] | None = None
+    #: the trace list detached (pinned for the snapshot's runtime state), if any
+    trace: list[Any] | None = None
     #: older copies of the lists that frames hold (:func:`collect`)
     prefixes: dict[str, Any] = field(default_factory=dict)
     #: bytes of the new row bodies (what this park adds to the transcript)
@@ -136,10 +153,11 @@ def _loop_states(thread: Any) -> list[list[dict[str, Any]]]:
 
 
 def collect(
-    thread: Any, mock_calls: list[Any] | None
+    thread: Any, mock_calls: list[Any] | None, trace: list[Any] | None = None
 ) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     """The growing lists of the program on ``thread`` by name (module docstring), each a
-    distinct list object, and the older copies of them that frames still hold (each the
+    distinct list object (``mock_calls``, ``trace``: the call log and the trace events as
+    the snapshot's runtime state will hold them), and the older copies of them that frames still hold (each the
     first entries of one of them: :class:`~harnpy.runtime.snapshot.DetachedPrefix`, by a
     name of their own)."""
     from harnpy.lifecycle.transcript_store import streams_of
@@ -164,6 +182,8 @@ def collect(
                     prefixes[f"{name}@{j}"] = DetachedPrefix(other, name, len(other))
     if mock_calls:
         out[MOCK_CALLS] = mock_calls
+    if trace:
+        out[TRACE] = trace
     return out, prefixes
 
 
@@ -182,7 +202,7 @@ def _body(runtime: Any, name: str, value: Any, lists: dict[str, list[Any]]) -> b
     """The row body of ``value``, the next entry of list ``name`` (None: not standalone)."""
     from harnpy.lifecycle.transcript_store import _line, _message_event_index
 
-    tag = _CALL_TAG if name == MOCK_CALLS else name.rsplit(".", 1)[1]
+    tag = _TAGS.get(name) or name.rsplit(".", 1)[1]
     if tag == "e":
         i = _message_event_index(value, lists.get(name[:-1] + "m", []))
         if i >= 0:
@@ -195,11 +215,15 @@ def plan(thread: Any, worker_id: str, wstate: Any) -> RowsPlan | None:
     """The rows a park of the program on ``thread`` (checkpoint ``worker_id``) appends,
     against what ``wstate`` (its :class:`~harnpy.lifecycle.waitpoints.state.
     WaitpointState`) remembers as stored; None when there is no list to store apart.
-    Pins the mock call log it detaches for the snapshot (:func:`unpin` after it)."""
+    Pins the mock call log and the trace it detaches for the snapshot (:func:`unpin`
+    after it)."""
+    from harnpy.lifecycle.structured_calls import pin_trace
+
     rt = thread.runtime
     mock = _mock(rt)
     calls = mock.snapshot_calls() if mock is not None else None
-    lists, prefixes = collect(thread, calls)
+    trace = _trace_copy(rt)
+    lists, prefixes = collect(thread, calls, trace)
     inline: set[str] = set()
     while True:
         for n in inline:
@@ -214,14 +238,28 @@ def plan(thread: Any, worker_id: str, wstate: Any) -> RowsPlan | None:
                 from harnpy.lifecycle.services import services
 
                 services(rt).snapshot_mock_calls = calls  # type: ignore[attr-defined]
+            if TRACE in out.lists:
+                out.trace = trace
+                pin_trace(rt, trace)
             return out
         inline.add(out)  # that list holds an entry that is not standalone: keep it inline
 
 
-def unpin(runtime: Any) -> None:
-    """Stop pinning the mock call log (:func:`plan`)."""
-    from harnpy.lifecycle.services import services
+def _trace_copy(runtime: Any) -> list[Any] | None:
+    """The run's trace events as a new list of the same event objects (None: no trace)."""
+    from harnpy.lifecycle.structured_calls import TRACE_ATTR
 
+    events = getattr(runtime, TRACE_ATTR, None)
+    return list(events) if events else None
+
+
+def unpin(runtime: Any) -> None:
+    """Stop pinning the mock call log and the trace (:func:`plan`)."""
+    from harnpy.lifecycle.services import services
+    from harnpy.lifecycle.structured_calls import TRACE_PIN_ATTR, pin_trace
+
+    if getattr(runtime, TRACE_PIN_ATTR, None) is not None:
+        pin_trace(runtime, None)
     svc = services(runtime)
     if getattr(svc, "snapshot_mock_calls", None) is not None:
         svc.snapshot_mock_calls = None  # type: ignore[attr-defined]
@@ -293,7 +331,7 @@ def load_rows(store: Any, worker_id: str, rec: Any) -> tuple[dict[str, list[Any]
         if h.hexdigest() != rec["sha256"][n]:
             raise _bad(f"of {n} changed since the checkpoint was written (their hash differs)")
         hashers[n] = h
-        tag = _CALL_TAG if n == MOCK_CALLS else n.rsplit(".", 1)[-1]
+        tag = _TAGS.get(n) or n.rsplit(".", 1)[-1]
         out: list[Any] = []
         try:
             for b in bodies:
@@ -329,7 +367,7 @@ def remember_restored(
     new generation."""
     mock = _mock(thread.runtime)
     calls = mock.snapshot_calls() if mock is not None else None
-    lists, _ = collect(thread, calls)
+    lists, _ = collect(thread, calls, _trace_copy(thread.runtime))
     counts = rec["streams"]
     if set(lists) != set(counts) or any(len(lists[n]) != c for n, c in counts.items()):
         wstate.rows = None
