@@ -100,7 +100,7 @@ def format_source(source: str, path: str = "<input>") -> str:
 def _line_info(source: str, path: str, nlines: int) -> tuple[list[_Line], list[list[str]]]:
     """Per line: its :class:`_Line`, and the types of the brackets it opens and closes, in
     order."""
-    scanner = _Scanner(LexInput(source, 0, len(source), path))
+    scanner = _Scanner(LexInput(source, 0, len(source), path, parse_segment=_skip_segment))
     verbatim = [False] * nlines
     keep_end = [False] * nlines
     first: list[str | None] = [None] * nlines
@@ -140,6 +140,12 @@ def _line_info(source: str, path: str, nlines: int) -> tuple[list[_Line], list[l
         seen_other[end_line] = True
     lines = [_Line(verbatim[i], keep_end[i], first[i], closers[i], last[i]) for i in range(nlines)]
     return lines, brackets
+
+
+def _skip_segment(_inp: LexInput, _start: int, _end: int, _line: int, _line_start: int) -> None:
+    """The formatter's stand-in for parsing an interpolation: a string with ``${...}`` parts
+    is one token whose extent is all the layout needs (the text inside is kept as it is)."""
+    return None
 
 
 def _span_lines(first: int, last: int, verbatim: list[bool], keep_end: list[bool]) -> None:

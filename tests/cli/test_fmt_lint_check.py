@@ -56,7 +56,11 @@ def test_formatting_the_corpus_twice_gives_the_same_bytes_and_the_same_program()
         try:
             once = format_source(source, str(f))
         except HarnSyntaxError:
-            continue  # a lexing error case of the corpus: not formatted
+            # a lexing error case of the corpus: not formatted; anything that parses must
+            # format (before, every string with a `${}` part was refused)
+            with pytest.raises((HarnSyntaxError, RecursionError)):
+                parse(source, "<fmt>")
+            continue
         formatted += 1
         assert format_source(once, str(f)) == once, f"not idempotent: {f}"
         assert once.endswith("\n") and not once.endswith("\n\n")
@@ -146,6 +150,15 @@ def test_fmt_lays_out_lines_and_keeps_comments_and_strings(tmp_path: Path) -> No
     assert harnpy("run", str(prog)).stdout == "2\n"
 
 
+def test_fmt_formats_interpolated_strings_and_keeps_them(tmp_path: Path) -> None:
+    f = tmp_path / "i.harn"
+    f.write_text('fn f(n) {\nreturn "n=${n + 1} and ${ {a: 1}.a }"\n}\nprintln(f(1))\n')
+    p = harnpy("fmt", str(f))
+    assert p.returncode == 0, p.stderr
+    assert f.read_text() == 'fn f(n) {\n  return "n=${n + 1} and ${ {a: 1}.a }"\n}\nprintln(f(1))\n'
+    assert harnpy("fmt", "--check", str(f)).returncode == 0
+
+
 def test_fmt_leaves_a_file_it_cannot_lex(tmp_path: Path) -> None:
     bad = tmp_path / "bad.harn"
     bad.write_text('let s = "open\n   println(1)\n', encoding="utf-8")
@@ -209,6 +222,11 @@ def test_lint_reports_each_rule_with_its_code(tmp_path: Path) -> None:
 def test_the_project_examples_lint_clean() -> None:
     proc = harnpy("lint", str(REPO / "examples"))
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_the_project_examples_and_stdlib_are_formatted() -> None:
+    proc = harnpy("fmt", "--check", str(REPO / "examples"), str(REPO / "stdlib"))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
 
 def test_check_takes_several_paths_and_json(tmp_path: Path) -> None:
