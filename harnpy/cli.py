@@ -793,6 +793,14 @@ def cmd_check(path: str) -> int:
     return EXIT_OK
 
 
+def _method_names() -> dict[str, frozenset[str]]:
+    """The builtin method names of the receiver kinds whose unknown methods are nil (the
+    registry's method tables; ``harnpy check``'s W201)."""
+    from harnpy.stdlib.registry import METHODS
+
+    return {k: frozenset(METHODS.get(k, ())) for k in ("string", "list", "set")}
+
+
 def check_diagnostics(path: str) -> list[Diagnostic] | None:
     """What ``harnpy check`` reports for the file ``path``: the static-check diagnostics
     and, when they hold no error, the errors ``harnpy run`` would raise before running. None
@@ -807,7 +815,9 @@ def check_diagnostics(path: str) -> list[Diagnostic] | None:
         return None
     load_core()  # every builtin's name is known from the registry's index
     try:
-        diags = check_file(os.path.abspath(path), src, set(BUILTINS) | set(GLOBAL_CONSTANTS))
+        diags = check_file(
+            os.path.abspath(path), src, set(BUILTINS) | set(GLOBAL_CONSTANTS), _method_names()
+        )
     except RecursionError:
         diags = [nested_too_deeply(os.path.abspath(path))]
     if not any(d.severity == "error" for d in diags):

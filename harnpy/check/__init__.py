@@ -26,7 +26,10 @@ __all__ = ["check_file", "static_errors"]
 
 
 def check_file(
-    path: str, source: str, builtin_names: Collection[str] | None = None
+    path: str,
+    source: str,
+    builtin_names: Collection[str] | None = None,
+    method_names: dict[str, frozenset[str]] | None = None,
 ) -> list[Diagnostic]:
     """Parse ``source`` and run every static check.
 
@@ -38,6 +41,9 @@ def check_file(
             ``stream.map`` also defines its namespace ``stream``). When None, the
             undefined-name checks (``Undefined variable``, ``call target ... is not
             defined``) are skipped.
+        method_names: receiver kind (``"string"``, ``"list"``, ``"set"``) -> the builtin
+            methods it has, for the ``W201`` warning (a call that is certainly nil); None
+            skips it.
 
     Returns:
         The syntax errors (``E1xx``) when the file does not parse, else the static errors
@@ -49,7 +55,9 @@ def check_file(
         return list(exc.diagnostics)
     from harnpy.check._checker import Checker
 
-    return Checker(tree, path, source, _names(builtin_names), check_only=True).run()
+    return Checker(
+        tree, path, source, _names(builtin_names), check_only=True, method_names=method_names
+    ).run()
 
 
 def _names(builtin_names: Collection[str] | None) -> frozenset[str] | None:

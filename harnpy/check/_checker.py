@@ -25,6 +25,9 @@ E220   variance markers violated (``declared 'in'`` / ``declared 'out'``)
 E221   ``cannot destructure int with [...] pattern`` (literal spreads and destructuring)
 E222   ``cannot access property `name` on int`` (a plain ``.name`` on a number or bool)
 E223   ``cannot call tool `t` directly`` (a ``tool`` declaration binds a one-tool registry)
+W201   a method call that certainly returns ``nil``: no such method on a string, list or
+       set, or any method on a number, bool or ``nil`` (spec 3.7: unknown methods give
+       ``nil`` silently); a warning of ``harnpy check`` only, with a did-you-mean
 =====  ==============================================================================
 """
 
@@ -60,6 +63,10 @@ E_TOOL_CALL = "E223"
 #: Codes ``harnpy check`` reports but ``harnpy run`` leaves to the runtime (which reports
 #: the same message when the code actually executes: ``Cannot call`` for a tool registry).
 CHECK_ONLY_CODES = frozenset({E_UNDEFINED, E_TRY_STAR, E_TOOL_CALL})
+W_NIL_METHOD = "W201"
+#: receiver kinds with no methods at all (spec 3.7)
+_NO_METHODS = frozenset({"int", "float", "bool", "nil"})
+_LEN_NAMES = frozenset({"len", "length", "size"})
 
 #: The type of the name a ``tool name(params) { ... }`` declaration binds: a one-tool
 #: registry ``{_type: "tool_registry", tools: [entry]}`` (a dict, not a function).
@@ -195,8 +202,11 @@ class Checker:
         source: str,
         builtin_names: set[str] | frozenset[str] | None,
         check_only: bool,
+        method_names: dict[str, frozenset[str]] | None = None,
     ) -> None:
         self.module = module
+        #: receiver kind -> its builtin method names (for W201); None: not checked
+        self.method_names = method_names
         self.path = path
         self.source = source
         self.builtins = builtin_names
@@ -1130,11 +1140,55 @@ class Checker:
         for a in e.args:
             self.expr(a)
         k = T.kind(ot)
+        if self.check_only and self.method_names is not None:
+            self.unknown_method(e, k)
         if k == "iter" and e.name in _ITER_LAZY:
             return T.NamedT("iter", "builtin")
         if e.name == "iter" and k in _ITERABLE_KINDS:
             return T.NamedT("iter", "builtin")
         return None
+
+    def unknown_method(self, e: A.MethodCall, k: str | None) -> None:
+        """W201 for ``e`` on a receiver of kind ``k`` when it certainly returns nil."""
+        names = self.method_names or {}
+        if k in _NO_METHODS:
+            if k == "nil" and e.optional:
+                return  # `x?.m()` on nil is meant to give nil
+            what = "nil" if k == "nil" else ("a bool" if k == "bool" else "a number")
+            self.warn(
+                W_NIL_METHOD,
+                f"`.{e.name}()` on {what} is always nil (numbers, bools and nil have no methods)",
+                e.span,
+            )
+            return
+        known = names.get(k or "")
+        if known is None or e.name in known:
+            return
+        hint = did_you_mean(e.name, known, frozenset())
+        suffix = f" (did you mean `.{hint}()`?)" if hint else ""
+        if not hint and k in ("list", "set") and did_you_mean(e.name, _LEN_NAMES, frozenset()):
+            suffix = " (use `len(x)` or `.count`)"
+        self.warn(
+            W_NIL_METHOD,
+            f"{k}s have no method `{e.name}`: the call is always nil{suffix}",
+            e.span,
+        )
+
+    def warn(self, code: str, message: str, span: A.Span) -> None:
+        """Record one warning at ``span``."""
+        end = span.end_col + 1 if span.end_line == span.line and span.end_col >= span.col else 0
+        self.diags.append(
+            Diagnostic(
+                code,
+                message,
+                self.path,
+                span.line,
+                span.col,
+                source=self.source,
+                end_col=end,
+                severity="warning",
+            )
+        )
 
     def e_Attribute(self, e: A.Attribute) -> T.Ty | None:
         ename = self.enum_name(e.obj)
