@@ -34,7 +34,7 @@ from harnpy.runtime.values import (
     StructValue,
     type_name,
 )
-from harnpy.stdlib.registry import METHODS
+from harnpy.stdlib.registry import METHODS, surplus_error
 
 _METHOD_TABLE_KEY: dict[type, str] = {
     str: "string",
@@ -246,7 +246,7 @@ def call_value(f: Frame, callee: Any, args: list[Any], target: int, nxt: int) ->
     if t is Builtin:
         m = callee.max_args
         if m is not None and len(args) > m:
-            args = args[:m]
+            raise surplus_error(callee, len(args))
         if callee.callback:
             return push_native(f, callee, callee.fn(f.thread, *args), target, nxt)
         if callee.control:
@@ -372,7 +372,7 @@ def call_from_native(nf: NativeFrame, callee: Any, args: list[Any]) -> int:
     if t is Builtin:
         m = callee.max_args
         if m is not None and len(args) > m:
-            args = args[:m]
+            raise surplus_error(callee, len(args))
         if callee.callback:
             return push_native(nf, callee, callee.fn(nf.thread, *args), -1, 0)
         nf.pending = callee.fn(nf.thread, *args)
@@ -436,7 +436,7 @@ def call_method(f: Frame, obj: Any, name: str, args: list[Any], target: int, nxt
         if m is not None:
             mx = m.max_args
             if mx is not None and len(args) > mx:
-                args = args[:mx]
+                raise surplus_error(m, len(args), method=True, called=name)
             if m.callback:
                 return push_native(f, m, m.fn(f.thread, obj, *args), target, nxt)
             return deliver(f, target, m.fn(f.thread, obj, *args), nxt)

@@ -220,7 +220,7 @@ def _method(th: Any, obj: Any, name: str, *args: Any) -> Any:
         raise _ABORT
     mx = m.max_args
     if mx is not None and len(args) > mx:
-        args = args[:mx]
+        raise _ABORT  # a surplus argument: the frame path raises the error
     return m.fn(th, obj, *args)
 
 
@@ -241,7 +241,7 @@ def _builtin_caller(name: str, bi: Any) -> Any:
 
     def call(th: Any, *args: Any) -> Any:
         if len(args) > mx:
-            args = args[:mx]
+            raise _ABORT  # a surplus argument: the frame path raises the error
         return fn(th, *args)
 
     return call
@@ -720,14 +720,14 @@ class _Translator:
         return f"({o}.get({e.name!r}) if type({o} := {self.expr(e.obj)}) is dict else GETPROP({o}, {e.name!r}))"
 
     def builtin_call(self, name: str, bi: Any, args: Any) -> str:
-        """A call of allow-listed builtin ``bi``: its function called directly, arguments
-        past its ``max_args`` dropped unevaluated (as the frame path's inline call does);
-        ``len`` of a string, list or dict inline."""
+        """A call of allow-listed builtin ``bi``: its function called directly; ``len`` of a
+        string, list or dict inline. More arguments than its ``max_args`` (an error, raised
+        by the frame path) leave the function on frames."""
         if any(type(a) is A.Spread for a in args):
             raise NotDirect("spread")
         mx = bi.max_args
         if mx is not None and len(args) > mx:
-            args = args[:mx]
+            raise NotDirect("surplus arguments")
         if name == "len":
             if len(args) != 1:
                 raise NotDirect("len arity")

@@ -88,7 +88,7 @@ def dict__has(thread: Any, d: dict[str, Any], k: Any = None) -> bool:
     return dict_key(k) in d
 
 
-@method("dict")
+@method("dict", max_args=2)
 def dict__get(thread: Any, d: dict[str, Any], *args: Any) -> Any:
     """``d.get(k, default?)``: value at display(k), else ``default`` (nil); ``d.get()`` is
     nil."""

@@ -95,10 +95,10 @@ def _staged(up: IterValue, kind: str, **state: Any) -> IterValue:
 def _range_aware(fn: Callable[..., IterValue]) -> Callable[..., IterValue]:
     """Combinators called on a range return a lazy sequence (see the section below)."""
 
-    arity = fn.__code__.co_argcount - 2  # Harn arguments after the receiver
-
     def wrapper(thread: Any, v: Any, *args: Any) -> IterValue:
-        r = fn(thread, v, *args[:arity])  # surplus arguments are ignored (spec 3.11)
+        # the registry takes the arity of ``fn`` (``__wrapped__``): a surplus argument is
+        # its E324 error before this runs
+        r = fn(thread, v, *args)
         return make_sequence(r) if type(v) is RangeValue else r
 
     wrapper.__name__ = fn.__name__
@@ -933,7 +933,7 @@ def sequence_method(thread: Any, seq: IterValue, name: str, args: list[Any]) -> 
     if iter_m is not None:
         from harnpy.stdlib.registry import fit_args
 
-        args = fit_args(iter_m, args)
+        args = fit_args(iter_m, args, method=True, called=name)
         cursor = sequence_cursor(seq)
         if iter_m.callback:
             result = yield from iter_m.fn(thread, cursor, *args)

@@ -394,7 +394,7 @@ def list__max(thread: Any, xs: list[Any]) -> Any:
     return extreme(xs, 1)
 
 
-@method("list")
+@method("list", max_args=1)
 def list__push(thread: Any, xs: list[Any], *args: Any) -> list[Any]:
     """``xs.push(x)``: a new list with ``x`` appended."""
     return [*xs, args[0]] if args else list(xs)

@@ -19,8 +19,11 @@ Calling convention (all builtins):
 * the Python function receives the calling :class:`~harnpy.runtime.thread.Thread` first,
   then the Harn arguments positionally (for methods: the receiver, then the arguments);
 * missing arguments arrive as the Python default (every parameter has one: declare
-  ``=None`` for optional ones); surplus arguments are dropped unless the function takes
-  ``*args`` (:func:`fit_args` — every path that calls a builtin applies it);
+  ``=None`` for optional ones); a surplus argument (more than the function's positional
+  parameters, unless it takes ``*args``) is a catchable ``E324`` error naming the builtin
+  and how many it takes (:func:`fit_args` / :func:`surplus_error` — every path that calls
+  a builtin or method applies it; a compiled fast path that would drop one falls back to
+  the path that raises it);
 * it returns a Harn value (see :mod:`harnpy.runtime.values`) or raises a
   :class:`~harnpy.runtime.errors.HarnError`;
 * a ``TypeError``, ``ValueError`` or ``OverflowError`` raised while a builtin runs (a value
@@ -42,7 +45,7 @@ from collections.abc import Callable, Iterable, Iterator
 from types import CodeType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harnpy.runtime.errors import HarnRuntimeError, plain_error
+from harnpy.runtime.errors import HarnRuntimeError, plain_error, runtime_error
 from harnpy.runtime.values import Builtin
 
 if TYPE_CHECKING:
@@ -186,12 +189,23 @@ _CO_VARARGS = 0x04
 
 def _max_args(fn: Callable[..., Any], skip: int) -> int | None:
     """Number of positional Harn arguments ``fn`` accepts, or None when it takes ``*args``.
+    A ``*args`` wrapper with ``__wrapped__`` (a decorator that passes the arguments on)
+    takes what the wrapped function takes.
 
     Read from the code object (``inspect.signature`` is too slow for start-up)."""
     code = fn.__code__
     if code.co_flags & _CO_VARARGS:
-        return None
+        wrapped = getattr(fn, "__wrapped__", None)
+        return _max_args(wrapped, skip) if wrapped is not None else None
     return max(0, code.co_argcount - skip)
+
+
+class _Auto:
+    """The default of ``max_args=`` in :func:`builtin` / :func:`method`: read the
+    function's signature."""
+
+
+_AUTO = _Auto()
 
 
 #: The code object of every registered builtin and method function -> the Harn name it is
@@ -207,11 +221,36 @@ def _remember(fn: Callable[..., Any], name: str) -> None:
         _CODES.setdefault(code, name)
 
 
-def fit_args(b: Builtin, args: list[Any]) -> list[Any]:
-    """The arguments builtin ``b`` receives for the Harn arguments ``args``: surplus ones
-    dropped (``b.max_args``; missing ones take the Python defaults)."""
+def surplus_error(
+    b: Builtin, got: int, *, method: bool = False, called: str | None = None
+) -> HarnRuntimeError:
+    """The catchable error for calling ``b`` with ``got`` arguments, more than its
+    ``max_args``: ``Runtime error: <name>: takes at most <n> argument(s), got <got>``
+    (``E324``, the code of the other argument errors). ``called`` is the name the program
+    used (an alias), default ``b.name``; a method is named ``.<name>()``. Builtins taking
+    any number of arguments (``max_args`` None) never get here."""
+    m = b.max_args or 0
+    base = called or b.name
+    name = f".{base}()" if method else base
+    what = f"at most {m} argument{'s' if m != 1 else ''}" if m else "no arguments"
+    return runtime_error(f"{name}: takes {what}, got {got}", "E324")
+
+
+def fit_args(
+    b: Builtin, args: list[Any], *, method: bool = False, called: str | None = None
+) -> list[Any]:
+    """The arguments builtin (or method, ``method=True``) ``b`` receives for the Harn
+    arguments ``args``: as they are (missing ones then take the Python defaults);
+    ``called`` as for :func:`surplus_error`.
+
+    Raises:
+        HarnRuntimeError: ``E324`` (:func:`surplus_error`) when there are more than
+            ``b.max_args``.
+    """
     m = b.max_args
-    return args[:m] if m is not None and len(args) > m else args
+    if m is not None and len(args) > m:
+        raise surplus_error(b, len(args), method=method, called=called)
+    return args
 
 
 #: Exception types that, raised inside a builtin, mean "an argument it cannot handle".
@@ -245,11 +284,14 @@ def builtin(
     aliases: Iterable[str] = (),
     callback: bool = False,
     control: bool = False,
+    max_args: int | None | _Auto = _AUTO,
 ) -> Callable[[F], F]:
     """Register ``fn(thread, *args)`` as the global builtin ``name`` (default: the Python
     name without a trailing underscore). ``aliases`` registers extra names for it.
     ``control`` marks builtins that snapshot, block or reschedule the calling thread: the
-    caller's resume point is saved before they run and they are never inlined."""
+    caller's resume point is saved before they run and they are never inlined.
+    ``max_args`` overrides the arity read from the signature (a ``*args`` function that
+    still takes at most N: more is the registry's ``E324``; None: any number)."""
 
     def deco(fn: F) -> F:
         harn_name = name or fn.__name__.rstrip("_")
@@ -257,7 +299,7 @@ def builtin(
             harn_name,
             fn,
             callback=callback,
-            max_args=_max_args(fn, 1),
+            max_args=_max_args(fn, 1) if isinstance(max_args, _Auto) else max_args,
             doc=_doc(fn),
             control=control,
         )
@@ -277,9 +319,10 @@ def method(
     *,
     aliases: Iterable[str] = (),
     callback: bool = False,
+    max_args: int | None | _Auto = _AUTO,
 ) -> Callable[[F], F]:
     """Register ``fn(thread, receiver, *args)`` as method ``name`` on each Harn type in
-    ``types`` (``"list"``, ``("set", "list")``...)."""
+    ``types`` (``"list"``, ``("set", "list")``...); ``max_args`` as for :func:`builtin`."""
 
     type_list = [types] if isinstance(types, str) else list(types)
     for t in type_list:
@@ -288,7 +331,8 @@ def method(
 
     def deco(fn: F) -> F:
         harn_name = name or fn.__name__.split("__")[-1].rstrip("_")
-        b = Builtin(harn_name, fn, callback=callback, max_args=_max_args(fn, 2), doc=_doc(fn))
+        mx = _max_args(fn, 2) if isinstance(max_args, _Auto) else max_args
+        b = Builtin(harn_name, fn, callback=callback, max_args=mx, doc=_doc(fn))
         for t in type_list:
             table = METHODS.setdefault(t, {})
             for n in (harn_name, *aliases):

@@ -410,7 +410,7 @@ def string__substring(thread: Any, s: str, start: Any = None, end: Any = None) -
     return char_substring(s, start, end)
 
 
-@method("string")
+@method("string", max_args=2)
 def string__replace(thread: Any, s: str, *args: Any) -> str | None:
     """``s.replace(old, new)``: all occurrences replaced (arguments rendered); nil when
     called with fewer than two arguments."""

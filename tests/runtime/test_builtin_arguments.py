@@ -1,6 +1,7 @@
 """Arguments a user can write never become internal errors (issue 13 point 11; findings F12
 and F18): they are catchable Harn errors naming the builtin, and every builtin's arguments
-go through the registry's one path (surplus dropped, missing ones defaulted)."""
+go through the registry's one path (a surplus argument is an E324 error naming the builtin
+and how many it takes, missing ones defaulted)."""
 
 from __future__ import annotations
 
@@ -36,15 +37,73 @@ def test_bad_argument_is_a_catchable_error_naming_it(call: str, names: str) -> N
     assert names in second and "internal error" not in second
 
 
-def test_extra_argument_to_a_lazy_iterator_method_is_dropped_like_everywhere() -> None:
-    # F18: `.to_list(1)` on a lazy sequence raised TypeError (E999); surplus arguments are
-    # dropped by the registry's one path, as for `iter([1]).to_list(1)`
+def _caught(call: str) -> str:
+    return _run(f"let r = try {{ {call} }}\nprintln(is_err(r))\nprintln(to_string(r))\n")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # F18: `.to_list(1)` on a lazy sequence raised TypeError (E999); before this, plain
+        # iterators, builtins and methods dropped the surplus argument silently
+        ("(1 to 10).map({ x -> x * 2 }).to_list(1)", ".to_list(): takes no arguments, got 1"),
+        ("iter([1]).to_list(1)", ".to_list(): takes no arguments, got 1"),
+        ("(1 to 5).filter({ x -> x > 2 }).take(2, 9)", ".take(): takes at most 1 argument, got 2"),
+        ("len([1], 2)", "len: takes at most 1 argument, got 2"),
+        ('to_string(1, "x")', "to_string: takes at most 1 argument, got 2"),
+        ("[3, 1].sort(1, 2, 3)", ".sort(): takes no arguments, got 3"),
+        ('{a: 1}.get("a", 2, 3)', ".get(): takes at most 2 arguments, got 3"),  # *args ones
+        ("[1].push(2, 3)", ".push(): takes at most 1 argument, got 2"),
+        ('"aa".replace("a", "b", 1)', ".replace(): takes at most 2 arguments, got 3"),
+        ('"abc".upper(1)', ".upper(): takes no arguments, got 1"),  # the alias called
+        ('split("a,b", ",", 3)', "split: takes at most 2 arguments, got 3"),
+        ("abs(...[-1, 2])", "abs: takes at most 1 argument, got 2"),  # spread
+    ],
+)
+def test_a_surplus_argument_is_a_catchable_error_naming_the_builtin(
+    call: str, message: str
+) -> None:
+    first, second = _caught(call).splitlines()[:2]
+    assert first == "true", second
+    assert message in second, second
+
+
+def test_a_surplus_argument_is_caught_in_every_call_path() -> None:
+    # a pure builtin inline in an expression, one in a function that could run directly,
+    # a builtin called through a variable, and one passed as a callback
     out = _run(
-        "println((1 to 10).map({ x -> x * 2 }).to_list(1))\n"
-        "println(iter([1]).to_list(1))\n"
-        "println((1 to 5).filter({ x -> x > 2 }).take(2, 9).to_list())\n"
+        "fn spawn_len() { return await(spawn { len([1], [2]) }) }\n"
+        "fn direct(a) { return len(a, a) }\n"
+        "fn method(a) { return a.upper(a) }\n"
+        "let f = len\n"
+        'for c in [{ -> 1 + len("ab", 1) }, { -> direct([1]) }, { -> method("x") },\n'
+        '          { -> f("ab", 2) }, { -> [[1]].map(len) }, { -> spawn_len() }] {\n'
+        "  let r = try { c() }\n"
+        "  println(to_string(r))\n"
+        "}\n"
     )
-    assert out == "[2, 4, 6, 8, 10, 12, 14, 16, 18, 20]\n[1]\n[3, 4]\n"
+    lines = out.splitlines()
+    assert len(lines) == 6, out
+    assert "len: takes at most 1 argument, got 2" in lines[0], lines[0]
+    assert "len: takes at most 1 argument, got 2" in lines[1], lines[1]
+    assert ".upper(): takes no arguments, got 1" in lines[2], lines[2]
+    assert "len: takes at most 1 argument, got 2" in lines[3], lines[3]
+    assert lines[4] == "Result.Ok([1])", lines[4]  # map calls its callback with one value
+    assert "len: takes at most 1 argument, got 2" in lines[5], lines[5]
+
+
+def test_the_surplus_error_has_the_argument_error_code_and_a_location() -> None:
+    from harnpy.runtime.errors import HarnError
+
+    with pytest.raises(HarnError) as e:
+        _run('let n = 1\nprintln(len("abc", n))\n')
+    assert e.value.code == "E324"
+    assert "len: takes at most 1 argument, got 2" in e.value.message
+
+
+def test_variadic_builtins_still_take_any_number() -> None:
+    assert _run('println(format("{} {} {}", 1, 2, 3))\n') == "1 2 3\n"
+    assert _run("println(max(1, 5))\nprintln(min(4, 2))\n") == "5\n2\n"
 
 
 def test_a_python_error_inside_any_builtin_is_catchable_and_names_it() -> None:

@@ -728,7 +728,10 @@ class Compiler(StatementsMixin, ControlFlowMixin):
 
     def pure_call(self, e: A.Call) -> Ev:
         """An ev calling a pure builtin inline, without an instruction (``e`` must pass
-        ``_is_pure_call``); arguments beyond the builtin's ``max_args`` are dropped."""
+        ``_is_pure_call``); more arguments than the builtin's ``max_args`` are evaluated and
+        then raise the registry's ``E324`` (:func:`~harnpy.stdlib.registry.surplus_error`)."""
+        from harnpy.stdlib.registry import surplus_error
+
         bi = self.ctx.builtins[e.func.id]
         fn = bi.fn
         spread = [type(a) is A.Spread for a in e.args]
@@ -742,7 +745,7 @@ class Compiler(StatementsMixin, ControlFlowMixin):
                 try:
                     args = build(f)
                     if mx is not None and len(args) > mx:
-                        args = args[:mx]
+                        raise surplus_error(bi, len(args))
                     return fn(f.thread, *args)
                 except HarnError as err:
                     _locate(err, span)
@@ -750,7 +753,17 @@ class Compiler(StatementsMixin, ControlFlowMixin):
 
             return call_spread
         if mx is not None and len(argevs) > mx:
-            argevs = argevs[:mx]
+
+            def call_surplus(f: Frame) -> Any:
+                try:
+                    for a in argevs:
+                        a(f)
+                    raise surplus_error(bi, len(argevs))
+                except HarnError as err:
+                    _locate(err, span)
+                    raise
+
+            return call_surplus
         n = len(argevs)
         if n == 0:
 
