@@ -98,7 +98,13 @@ def resolve_target(target: str, store_option: str | None = None) -> str:
     """The checkpoint ``--resume`` names: a store reference ``<url>#<id>`` as given, an
     existing path (absolute or relative to the working directory), else a bare worker id
     (or a unique prefix of one) under the worker state dir or, with a store configured
-    (``--store`` / ``HARNPY_STORE``), in that store."""
+    (``--store`` / ``HARNPY_STORE``), in that store. Of several workers a prefix matches,
+    the only parked one is taken.
+
+    Raises:
+        AmbiguousTarget: the prefix names several workers in the snapshot directories (and
+            not exactly one parked one); stderr says so.
+    """
     from harnpy.lifecycle.checkpoint_store import is_store_ref, stored_worker_ref
 
     if is_store_ref(target) or os.path.exists(target):
@@ -131,7 +137,8 @@ class _StoreOption:
 
 def _by_prefix(prefix: str) -> str | None:
     """The one worker snapshot of the snapshot directories whose id starts with ``prefix``
-    (with or without ``worker_``); None for no match or several (a message says so)."""
+    (with or without ``worker_``), or the one parked worker among several; None for no
+    match; :class:`AmbiguousTarget` (after a message) for several."""
     from harnpy.lifecycle.worker_listing import resolve_worker, snapshot_dirs
 
     files: dict[str, str] = {}
@@ -145,12 +152,23 @@ def _by_prefix(prefix: str) -> str | None:
                 files.setdefault(name[: -len(".json")], os.path.join(d, name))
     hits = resolve_worker(prefix, files)
     if len(hits) > 1:
+        # `workers ls` shortens ids among the parked workers it lists: a prefix it showed
+        # names the one parked worker, even when finished workers share it
+        from harnpy.lifecycle.triggers._util import snapshot_status
+
+        parked = [h for h in hits if snapshot_status(files[h]) == "suspended"]
+        if len(parked) == 1:
+            return files[parked[0]]
         write_err(
             f"harnpy run --resume: `{prefix}` is the start of {len(hits)} worker ids "
             f"({', '.join(hits[:3])}{', ...' if len(hits) > 3 else ''}); give more of it\n"
         )
-        return None
+        raise AmbiguousTarget(prefix)
     return files[hits[0]] if hits else None
+
+
+class AmbiguousTarget(Exception):
+    """A ``--resume`` prefix names several workers (already said on stderr)."""
 
 
 #: How many bytes of a snapshot file decide which resume path it takes.
@@ -202,7 +220,10 @@ def resume_main(args: Any) -> int:
     from harnpy.lifecycle.checkpoint_store import use_store_option
 
     use_store_option(getattr(args, "store", None))
-    path = resolve_target(args.resume, getattr(args, "store", None))
+    try:
+        path = resolve_target(args.resume, getattr(args, "store", None))
+    except AmbiguousTarget:
+        return 2
     events = JsonEvents(getattr(args, "quiet", False)) if getattr(args, "json", False) else None
     kind = _snapshot_kind(path)
     if kind == "worker":

@@ -281,8 +281,8 @@ WORKER_MODES = ("workflow", "stage", "sub_agent", "delegated_stage", "top_level_
 def stored_worker_ref(target: str, runtime: Any = None) -> str | None:
     """The store reference of the agent-worker checkpoint a bare ``target`` names in the SQL
     store this process runs with (:func:`configured_sql_url`): its id, or a unique prefix of
-    one with or without ``worker_``. None when no store is configured, nothing matches or
-    several do.
+    one with or without ``worker_`` (of several matches, the only parked one). None when no
+    store is configured, nothing matches or several do.
 
     Raises:
         StoreError: the configured store cannot be opened.
@@ -294,15 +294,20 @@ def stored_worker_ref(target: str, runtime: Any = None) -> str | None:
 
     store = shared_store(url)
     for prefix in (target, f"worker_{target}"):
-        ids = [
-            i
+        infos = {
+            i: info
             for i in store.find_checkpoints(prefix)
             if (info := store.checkpoint_info(i)) is not None and info.mode in WORKER_MODES
-        ]
+        }
+        ids = list(infos)
         if target in ids or prefix in ids:
             return store.checkpoint_ref(prefix if prefix in ids else target)
         if len(ids) == 1:
             return store.checkpoint_ref(ids[0])
+        # `workers ls` shortens ids among parked workers: the one parked match is meant
+        parked = [i for i in ids if infos[i].status == "suspended"]
+        if len(parked) == 1:
+            return store.checkpoint_ref(parked[0])
         if ids:
             return None
     return None

@@ -90,8 +90,9 @@ def test_run_resume_takes_a_short_id_and_input(tmp_path: Path) -> None:
     short = str(by_hand["short_id"])
     assert 8 <= len(short) < len(str(by_hand["worker_id"]))
     common = short[:4]  # both ids start with the same time stamp
-    amb = harnpy("run", "--resume", common, cwd=tmp_path, env=ENV)
-    assert amb.returncode != 0 and f"`{common}` is the start of 2 worker ids" in amb.stderr
+    amb = harnpy("run", "--resume", common, "--input", "x", cwd=tmp_path, env=ENV)
+    assert amb.returncode == 2 and f"`{common}` is the start of 2 worker ids" in amb.stderr
+    assert amb.stderr.count("error") <= 1 and "program snapshot" not in amb.stderr  # one message
     p = harnpy("run", "--resume", short, "--input", "ship it", cwd=tmp_path, env=ENV)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "got it"
@@ -102,6 +103,12 @@ def test_run_resume_takes_a_short_id_and_input(tmp_path: Path) -> None:
     ]
     done = harnpy("workers", "ls", "--all", "--json", cwd=tmp_path, env=ENV)
     assert {r["status"] for r in json.loads(done.stdout)} == {"completed", "suspended"}
+    # the short id `ls` shows for the one still parked resumes it, even when the finished
+    # worker's id starts the same way (ls shortens among the parked workers it lists)
+    (left,) = _workers(tmp_path, ENV).values()
+    p = harnpy("run", "--resume", common, cwd=tmp_path, env=ENV)
+    assert p.returncode == 0, p.stderr
+    assert read_doc(Path(str(left["snapshot_path"])))["status"] != "suspended"
 
 
 def test_input_is_refused_for_a_program_snapshot(tmp_path: Path) -> None:
