@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harnpy import clitext
 from harnpy.clitext import write_err
@@ -61,6 +61,16 @@ class HarnpyParser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        """argparse's usage error (exit status 2), with a hint when a ``.harn`` file was
+        given where the command belongs (``harnpy app.harn``: ``harnpy run app.harn``)."""
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)'", message)
+        if m and (m.group(1).endswith(".harn") or os.path.isfile(m.group(1))):
+            message += f"; to run a program: harnpy run {m.group(1)}"
+        super().error(message)
 
 
 def _terminal_columns() -> int:
@@ -433,6 +443,26 @@ def _unrecognized(
             + " ".join(words)
             + ")"
         )
+    options = [a for a in extra if a.startswith("-") and a != "-"]
+    if options:
+        from harnpy.diagnostics import did_you_mean
+
+        known = [o for act in target._actions for o in act.option_strings]
+        hints = []
+        for o in options:
+            name = o.split("=", 1)[0]
+            close = did_you_mean(name, known)
+            if close is not None:
+                hints.append(f"did you mean `{close}` for `{name}`?")
+        if hints:
+            message += " (" + "; ".join(hints) + ")"
+        elif command in SCRIPT_ARG_COMMANDS:
+            what = getattr(args, "file", None) or "FILE"
+            message += (
+                f" (an option of the program goes after `--`: harnpy {command} {what} -- "
+                + " ".join(extra)
+                + ")"
+            )
     write_err(f"{target.prog}: error: {message}\n")
     return EXIT_USAGE
 

@@ -55,7 +55,24 @@ def test_an_unknown_option_after_the_file_is_refused(tmp_path: Path) -> None:
     r = harnpy("run", str(prog), "--no-such-flag")
     assert r.returncode == 2
     assert "harnpy run: error: unrecognized arguments: --no-such-flag" in r.stderr
+    assert f"an option of the program goes after `--`: harnpy run {prog} -- --no-such-flag" in (
+        r.stderr
+    )
     assert r.stdout == ""  # the program did not run
+
+
+def test_a_misspelled_option_gets_a_did_you_mean(tmp_path: Path) -> None:
+    prog = _prog(tmp_path)
+    r = harnpy("run", str(prog), "--llm-mok", "x.jsonl")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "did you mean `--llm-mock` for `--llm-mok`?" in r.stderr
+
+
+def test_a_harn_file_given_as_the_command_gets_the_run_hint(tmp_path: Path) -> None:
+    prog = _prog(tmp_path)
+    r = harnpy(str(prog))
+    assert r.returncode == 2 and r.stdout == ""
+    assert f"to run a program: harnpy run {prog}" in r.stderr
 
 
 def test_bare_words_after_the_file_are_refused_with_the_double_dash_hint(tmp_path: Path) -> None:
