@@ -229,11 +229,12 @@ class DirectoryStore:
         return doc
 
     def _claim_rec(self, key: str) -> dict[str, Any] | None:
+        from harnpy.security import read_capped
+
         path = self.file_of(key) + CLAIM_SUFFIX
         try:
-            with open(path, "rb") as fh:
-                data = fh.read(_CLAIM_CAP)
-            rec = json.loads(data)
+            # a regular file of at most 64 KiB: a FIFO or a device is never waited on
+            rec = json.loads(read_capped(path, _CLAIM_CAP))
         except FileNotFoundError:
             return None
         except (OSError, ValueError):

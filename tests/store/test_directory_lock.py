@@ -100,3 +100,29 @@ def test_a_missing_directory_is_an_os_error(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         with dir_lock(str(tmp_path / "nope" / "w.json")):
             pass
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_claim_file_that_is_a_fifo_counts_as_held_instead_of_blocking(tmp_path: Path) -> None:
+    from harnpy.store import ClaimRefused
+    from harnpy.store.directory import CLAIM_SUFFIX, DirectoryStore
+    from tests.store.test_checkpoint_store import body, meta
+
+    d = tmp_path / "workers"
+    s = DirectoryStore(str(d))
+    s.put_checkpoint("w1", body(), meta())
+    os.mkfifo(d / f"w1.json{CLAIM_SUFFIX}")
+    result: dict[str, object] = {}
+
+    def claim() -> None:
+        try:
+            s.claim_checkpoint("w1", "A")
+            result["got"] = "claimed"
+        except ClaimRefused as e:
+            result["got"] = e.reason
+
+    t = threading.Thread(target=claim, daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "reading the claim file blocked on a FIFO"
+    assert result["got"] == "busy"
