@@ -512,7 +512,15 @@ def agent_prepare_calls(thread: Any, st: Any = None) -> list[dict[str, Any]]:
     search = st.get("tool_search")
     for call in st["pending_calls"]:
         if call.get("name") == PARK_TOOL:
-            out.append(_prepare_park(call))
+            decision, why = _prepare_park(call)
+            if why is not None:
+                # the model is told (its tool result), but a park that did not happen is
+                # also the script author's business: say it where they look
+                thread.runtime.write_err(
+                    f"harnpy: warning: the model's {PARK_TOOL} call was refused, the worker did "
+                    f"not park: {why} (the model was told; the loop goes on)\n"
+                )
+            out.append(decision)
         elif search is not None and call.get("name") == search["config"]["name"]:
             from harnpy.lifecycle.tool_search import prepare_search
 
@@ -525,7 +533,9 @@ def agent_prepare_calls(thread: Any, st: Any = None) -> list[dict[str, Any]]:
     return out
 
 
-def _prepare_park(call: dict[str, Any]) -> dict[str, Any]:
+def _prepare_park(call: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The decision for an ``agent_await_resumption`` call, and why it was refused (None
+    when it parks)."""
     raw = call.get("arguments")
     args: dict[str, Any] = raw if type(raw) is dict else {}
     base = {"name": PARK_TOOL, "id": call.get("id"), "args": args}
@@ -538,17 +548,17 @@ def _prepare_park(call: dict[str, Any]) -> dict[str, Any]:
             "reason": "conditions",
             "message": f"Error: {PARK_TOOL} rejected: {exc.message} (invalid argument "
             f"conditions.{exc.path}: {exc.why}). Fix the conditions or omit them.",
-        }
+        }, exc.message
     except HarnError as exc:
         return {
             **base,
             "action": "reject",
             "reason": "arguments",
             "message": f"Error: {PARK_TOOL} rejected: {exc.message}",
-        }
+        }, exc.message
     request["raw_conditions"] = args.get("conditions")
     request["tool_call_id"] = call.get("id")
-    return {**base, "action": "park", "request": request}
+    return {**base, "action": "park", "request": request}, None
 
 
 @builtin("__agent_park_index")

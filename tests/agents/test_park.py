@@ -147,6 +147,14 @@ pipeline main() {
         "ResumeConditions.timeout.duration_minutes: must be a positive int"
     )
     assert "conditions.timeout.duration_minutes" in got[2]
+    # the script's author hears of it too (stderr shares the sink here), once per refusal
+    warned = [x for x in out.splitlines() if x.startswith("harnpy: warning: ")]
+    assert len(warned) == 2
+    assert (
+        "agent_await_resumption call was refused, the worker did not park: HARN-SUS-005"
+        in (warned[0])
+    )
+    assert "HARN-SUS-002: invalid ResumeConditions.timeout.duration_minutes" in warned[1]
 
 
 def test_root_loop_park_returns_the_suspension(run_harn: RunHarn) -> None:
