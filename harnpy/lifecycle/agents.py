@@ -10,9 +10,10 @@ primitive returns a new dict and never mutates its argument. Its keys::
     transcript, iteration, nudges, text_parts, last_text, input_tokens, output_tokens,
     started_ms, records: [tool call record], pending_calls, reminders, status, finished,
     error, idle, suspend_request, suspension, daemon_state, watch_paths, persist_path,
-    reminders_enabled, resume_by, idle_park, park_request
+    reminders_enabled, resume_by, idle_park, park_request, post_turn_callback, on_delta
 
-One turn (the Harn side): ``__agent_llm_turn`` (blocks on the model) ->
+One turn (the Harn side): ``__agent_llm_turn`` (blocks on the model; with ``on_delta`` the
+streamed ``__agent_llm_stream`` instead: :mod:`harnpy.lifecycle.loop_turn`) ->
 ``__agent_prepare_calls`` -> either park (``agent_await_resumption``) or dispatch each call
 from Harn (``__agent_tool_start``, ``try`` around the handler, then ``__agent_tool_done``)
 -> ``__agent_after_turn`` (stop conditions) -> ``__turn_boundary``.
@@ -62,9 +63,6 @@ from harnpy.lifecycle._common import (
 from harnpy.lifecycle.compaction import loop_policy
 from harnpy.lifecycle.llm_builtins import (
     assistant_message,
-    build,
-    message_cache,
-    submit_blocking,
     visible_text,
 )
 from harnpy.lifecycle.outcome_report import report_root_outcome
@@ -77,7 +75,6 @@ from harnpy.lifecycle.tools import (
     prepare_call,
     render_result,
     to_entries,
-    wire_tools,
 )
 from harnpy.lifecycle.transcript import append_event, append_message, coerce, new_transcript
 from harnpy.runtime.display import display
@@ -254,6 +251,7 @@ def new_state(
         "native_tool_fallback": text_tools.fallback_policy(opts, where),
         "compaction": loop_policy(opts, where),
         "post_turn_callback": post_turn_option(opts, where),
+        "on_delta": post_turn_option(opts, where, "on_delta"),
         "native_fallbacks": 0,
         "native_fallback_rejections": 0,
         "loop_until_done": loop_until_done,
@@ -347,54 +345,6 @@ def agent_loop(thread: Any, *args: Any) -> Any:
     rt = thread.runtime
     st = new_state(rt, prompt, system, options, worker_id=current_worker_id(thread))
     push_call(thread, loop_function(rt, "__agent_loop_run"), [st])
-    return None
-
-
-@builtin("__agent_llm_turn", control=True)
-def agent_llm_turn(thread: Any, st: Any = None) -> Any:
-    """``__agent_llm_turn(st)``: send the transcript (plus pending reminders as a trailing
-    user message) to the model and block until it answers; returns the state with the
-    assistant message appended, ``pending_calls`` set and the counters advanced. Provider
-    failures are thrown as ``{category, message}`` dicts."""
-    st = _check_state(st, "__agent_llm_turn")
-    rt = thread.runtime
-    messages = list(st["transcript"]["messages"])
-    reminders = st["reminders"]
-    if reminders:
-        body = "\n\n".join(str(r.get("body", "")) for r in reminders)
-        messages.append({"role": "user", "content": body})
-    opts: dict[str, Any] = {**st["llm_options"], "messages": messages}
-    from harnpy.lifecycle import tool_search
-
-    search = st.get("tool_search")
-    wire = wire_tools(tool_search.offered(st["tools"], search))
-    system = st["system"]
-    if search is not None:
-        listing = tool_search.system_text(st["tools"], search)
-        system = f"{system}\n\n{listing}" if system else listing
-    if wire:
-        opts["tools"] = wire
-        opts["tool_format"] = st["tool_format"]
-        if st["tool_format"] == "text":
-            contract = text_tools.text_tool_contract(wire)
-            system = f"{system}\n\n{contract}" if system else contract
-    from harnpy.lifecycle.llm_session import loop_options
-
-    opts = loop_options(opts, st)  # total_budget_usd counts the loop's spend so far
-    request = build(None, system, opts, where="agent_loop", cache=message_cache(rt))
-
-    empty_retries = [0]
-    started = int(rt.clock.monotonic_ms())
-
-    def on_retry(err: Any) -> None:
-        if err.classified()[1] == "empty_completion":
-            empty_retries[0] += 1
-
-    def finish(resp: Any) -> dict[str, Any]:
-        took = int(rt.clock.monotonic_ms()) - started
-        return apply_response(rt, st, resp, empty_retries[0], duration_ms=took)
-
-    submit_blocking(thread, request, finish, "agent turn", on_retry=on_retry)
     return None
 
 

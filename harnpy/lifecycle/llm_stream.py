@@ -180,8 +180,12 @@ class _Pump:
             sig.set_result(None)
 
     def _item(self, delta: str) -> Any:
-        """The channel item of one text delta (``llm_stream``: the text itself)."""
+        """The channel item of one text delta (``llm_stream``: the text itself; None: no
+        item for it)."""
         return delta
+
+    def _retrying(self, exc: Any) -> None:
+        """A transient failure ``exc`` (an :class:`~harnpy.llm.LlmError`) is retried."""
 
     def _drain(self, _sig: Any) -> None:
         from harnpy.stdlib.concurrency import channel_push
@@ -192,7 +196,9 @@ class _Pump:
         for kind, value in items:
             if kind == "delta":
                 self.texts.append(value)
-                channel_push(self.runtime, self.channel, self._item(value))
+                item = self._item(value)
+                if item is not None:
+                    channel_push(self.runtime, self.channel, item)
             else:
                 waiting = self._settle(value)
         if waiting and not self.finished:
@@ -214,6 +220,7 @@ class _Pump:
             n = self.attempt
             if exc.retryable and n < retries and not self.texts:
                 self.attempt = n + 1
+                self._retrying(exc)
                 delay_ms = backoff_delay(n, backoff_ms, exc.retry_after_s) * 1000.0
                 rt = self.runtime
                 rt.scheduler.at(rt.clock.monotonic_ms() + delay_ms, self.start)

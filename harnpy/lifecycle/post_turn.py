@@ -24,16 +24,17 @@ from harnpy.runtime.values import Builtin, Closure
 from harnpy.stdlib.registry import builtin
 
 
-def post_turn_option(opts: dict[str, Any], where: str) -> Any:
-    """The loop's ``post_turn_callback`` (a function or nil).
+def post_turn_option(opts: dict[str, Any], where: str, key: str = "post_turn_callback") -> Any:
+    """The loop's callback option ``key`` (``post_turn_callback``, ``on_delta``): a
+    function or nil.
 
     Raises:
         HarnThrow: for anything else.
     """
-    cb = opts.get("post_turn_callback")
+    cb = opts.get(key)
     if cb is None or type(cb) in (Closure, Builtin):
         return cb
-    raise thrown(f"{where}: post_turn_callback must be a function, got {display(cb)}")
+    raise thrown(f"{where}: {key} must be a function, got {display(cb)}")
 
 
 def _names(records: list[Any], ok: bool) -> list[Any]:

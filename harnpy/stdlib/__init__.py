@@ -15,6 +15,7 @@ from typing import Any
 #: Modules of outer layers that register builtins, imported in this order.
 PROVIDERS = (
     "harnpy.lifecycle.agents",
+    "harnpy.lifecycle.loop_turn",
     "harnpy.lifecycle.compaction",
     "harnpy.lifecycle.envelopes",
     "harnpy.lifecycle.harness",
