@@ -10,6 +10,7 @@ unchanged never loads Lark's tables. Every failure becomes a :class:`HarnSyntaxE
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sys
 from dataclasses import replace
@@ -69,7 +70,19 @@ def get_parser() -> Lark:
             _parser = Lark(text, cache=cache or False, **options)
         except OSError:  # unreadable or corrupt cache file: build without it
             _parser = Lark(text, **options)
+        if cache:
+            _make_private(cache)
     return _parser
+
+
+def _make_private(path: str) -> None:
+    """Lark writes its cache file with the umask's mode (0666 under umask 000): make it
+    0600 like every other file harnpy keeps (its directory is 0700 already)."""
+    try:
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o600)
+    except OSError:
+        pass
 
 
 # ------------------------------------------------------------------------ parsing

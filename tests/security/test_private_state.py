@@ -73,6 +73,21 @@ def test_state_directories_and_logs_are_private_under_umask_000(tmp_path: Path) 
         assert _mode(f) == 0o600, (f, oct(_mode(f)))
 
 
+def test_the_parser_caches_are_private_under_umask_000(tmp_path: Path) -> None:
+    # a cold cache: Lark writes its grammar tables, harnpy the parsed module and the check
+    # verdict; every file 0600 in 0700 directories (F10: Lark's file was 0666)
+    cache = tmp_path / "cache"
+    (tmp_path / "p.harn").write_text("println(1)\n")
+    r = _harnpy(["run", "p.harn"], tmp_path, {"HARNPY_CACHE_DIR": str(cache)})
+    assert r.returncode == 0 and r.stdout == "1\n", r.stderr
+    files = [p for p in cache.rglob("*") if p.is_file()]
+    assert any(p.name.endswith(".lark-cache") for p in files), files
+    for p in files:
+        assert _mode(p) == 0o600, (p, oct(_mode(p)))
+    for d in [cache, *(p for p in cache.rglob("*") if p.is_dir())]:
+        assert _mode(d) == 0o700, (d, oct(_mode(d)))
+
+
 @pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to act as another user"
 )
