@@ -391,10 +391,12 @@ class ReplCore:
         text = doc_text(self.session, arg)
         if text is None:
             from harnpy.diagnostics import did_you_mean
-            from harnpy.stdlib.registry import BUILTINS
+            from harnpy.docgen import known_names
 
+            # the same candidates as `harnpy doc NAME` (builtins, methods, std functions),
+            # plus the session's own definitions
             own = set(self.session.names())
-            hint = did_you_mean(arg, set(BUILTINS) | own, own)
+            hint = did_you_mean(arg, known_names() | own, own)
             extra = f" (did you mean `{hint}`?)" if hint else ""
             self.error(f"no builtin, method or definition named {arg}{extra}")
             return False

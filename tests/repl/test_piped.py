@@ -203,3 +203,13 @@ def test_restore_of_a_damaged_session_record_is_an_error_and_the_session_goes_on
     assert "Traceback" not in p.stderr
     assert "error[E404]" in p.stderr and "session record is damaged" in p.stderr
     assert p.stdout.endswith("alive 2\n")
+
+
+def test_doc_of_an_unknown_name_suggests_what_harnpy_doc_suggests() -> None:
+    # the REPL's candidates are harnpy doc's (methods and std functions too) plus the
+    # session's names: `uper` is the method `upper` (before: the builtin `iter`)
+    p = repl(":doc uper\nfn sqr(x) { return x * x }\n:doc sqrr\n")
+    assert "no builtin, method or definition named uper (did you mean `upper`?)" in p.stderr
+    assert "named sqrr (did you mean `sqr`?)" in p.stderr
+    d = harnpy("doc", "uper")
+    assert "did you mean `upper`?" in d.stderr
