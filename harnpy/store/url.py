@@ -96,6 +96,9 @@ def parse_store_url(value: str | None, cwd: str | None = None) -> StoreURL | Non
             raw = raw[2:]
         if not raw:
             raise StoreError(f"store URL `{v}` names no database file", "config")
+        if raw.startswith("/"):
+            # `sqlite:///$PWD/x` has four slashes: one path, not POSIX's `//` root
+            raw = "/" + raw.lstrip("/")
         path = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(base, raw))
         return StoreURL("sqlite", path, f"sqlite://{path}")
     if "://" in v:
