@@ -63,3 +63,20 @@ def test_runtime_and_checker_hints_prefer_the_programs_names() -> None:
     with pytest.raises(DiagnosticError) as static:
         rt.load_main("<t2>", "fn vqx() { return 1 }\nprintln(kjx())\n")
     assert static.value.diagnostics[0].message.endswith("(did you mean `vqx`?)")
+
+
+def test_an_assignment_to_an_undeclared_name_says_how_to_declare_it() -> None:
+    # Python's `x = 1`: the hint is the declaration, not a near name (`e` is one edit away)
+    import io
+
+    from harnpy.check import check_file
+    from harnpy.runtime.errors import HarnError
+    from harnpy.runtime.runtime import Runtime
+
+    rt = Runtime(stdout=io.StringIO().write)
+    with pytest.raises(HarnError) as info:
+        rt.run_module(rt.load_main("<t>", "x = 1\n"))
+    assert info.value.message == "Undefined variable: x (declare it first: `var x = ...`)"
+    (d,) = check_file("<t>", "x = 1\n", {"e", "println"})
+    assert d.code == "E210"
+    assert d.message == "Undefined variable: x (declare it first: `var x = ...`)"

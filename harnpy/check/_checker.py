@@ -492,7 +492,7 @@ class Checker:
         name = root.id
         found = self.lookup(name)
         if found is None:
-            self.undefined(name, root.span)
+            self.undefined(name, root.span, "assign" if root is s.target else "read")
             return
         b, idx = found
         if b.kind in ("let", "fn", "tool", "struct", "enum") and (
@@ -1369,13 +1369,14 @@ class Checker:
 
     # ------------------------------------------------------------ names
 
-    def undefined(self, name: str, span: A.Span) -> None:
-        """A read of a name with no lexical binding: report it unless it may exist."""
+    def undefined(self, name: str, span: A.Span, what: str = "read") -> None:
+        """A read (``what`` ``"read"``) of, or an assignment (``"assign"``) to, a name with no
+        lexical binding: report it unless it may exist."""
         if self.builtins is None or not self.check_only:
             return
         if name != "_" and (name in self.declared or name in self.builtins):
             return
-        self.pending_names.append((E_UNDEFINED, name, "read", span))
+        self.pending_names.append((E_UNDEFINED, name, what, span))
 
     def finish_names(self) -> None:
         """Report pending undefined names once imports are known."""
@@ -1390,13 +1391,17 @@ class Checker:
                 return
             imported |= names
         candidates: set[str] | None = None
-        for code, name, _what, span in self.pending_names:
+        for code, name, what, span in self.pending_names:
             if name in imported:
                 continue
             if candidates is None:
                 candidates = self.declared | set(self.builtins) | imported
-            hint = did_you_mean(name, candidates, self.declared | imported)
-            suffix = f" (did you mean `{hint}`?)" if hint else ""
+            if what == "assign":
+                # `x = 1` with no `var x` first (Python's habit): say how to declare it
+                suffix = f" (declare it first: `var {name} = ...`)"
+            else:
+                hint = did_you_mean(name, candidates, self.declared | imported)
+                suffix = f" (did you mean `{hint}`?)" if hint else ""
             if code == E_CALL_TARGET:
                 self.error(code, f"call target `{name}` is not defined or imported{suffix}", span)
             else:

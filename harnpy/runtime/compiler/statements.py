@@ -307,7 +307,12 @@ class StatementsMixin:
                 return
             b.emit(_op_store_existing_global, self.ctx.module.globals, name, ev)
             return
-        b.emit(I.op_raise, _err_const(f"Undefined variable: {name}", "E301"))
+        b.emit(
+            I.op_raise,
+            _err_const(
+                f"Undefined variable: {name} (declare it first: `var {name} = ...`)", "E301"
+            ),
+        )
 
     def s_FnDecl(self: Compiler, st: A.FnDecl) -> None:
         b = self.b
