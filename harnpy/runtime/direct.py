@@ -1023,16 +1023,25 @@ class _LoopTranslator(_Translator):
             kind, key, _c = self.outer[v]
             return f"s[{key}] = {value}" if kind == "s" else f"G[{key!r}] = {value}"
 
-        head = ["def loop(f):", "    s = f.slots", "    th = f.thread"]
+        # The outer values are read inside a ``try``: a capture still unbound or a module
+        # global not assigned yet (declared further down) leaves the iteration to the frame
+        # path, which raises the error only if the iteration really reads the name.
+        head = ["def loop(f):", "    s = f.slots", "    th = f.thread", "    try:"]
         for var, (kind, key, check) in self.outer.items():
             if kind == "s":
-                head.append(f"    {var} = s[{key}]")
+                head.append(f"        {var} = s[{key}]")
                 if check:
-                    head += [f"    if {var} is UNBOUND:", "        raise ABORT"]
+                    head += [f"        if {var} is UNBOUND:", "            raise ABORT"]
             else:
-                head.append(f"    {var} = G[{key!r}]")
+                head.append(f"        {var} = G[{key!r}]")
         if var_slot is not None:
-            head.append("    it = s[IT]")
+            head.append("        it = s[IT]")
+        head += [
+            "        pass",
+            "    except Exception:",
+            "        ABORTED[0] += 1",
+            "        return BODY",
+        ]
         saved = [f"k_{v}" for v in written]
         now = [store(v, v) for v in written]
         back = [store(v, k) for v, k in zip(written, saved)]

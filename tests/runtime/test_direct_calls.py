@@ -400,3 +400,31 @@ println([len(d), found, keep, xs, ys, e, r])
     # the aliases made before the loops keep their values; the aborted iteration's
     # first assignment (x3) happened once, on the frame path
     assert out.startswith("[10, 90, {}, [3, 4, 5], [0, 0, 0], {a: 1, x0: 0, x1: 1, x2: 2, x3: 3}")
+
+
+def test_a_direct_loop_naming_a_global_not_assigned_yet_runs_on_frames(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the loops read a global declared further down (a global of the module, and one the
+    # function captures, still unbound): the frame path never reads it, so neither may
+    # the direct loop (it used to fail at its head: KeyError / DirectAbort, E999)
+    src = """
+var i = 0
+while i < 3 {
+  i = i + 1
+  if i > 5 { x = 1 }
+}
+fn f() {
+  var j = 0
+  while j < 3 {
+    j = j + 1
+    if j > 5 { y = y + 1 }
+  }
+  return j
+}
+println([i, f()])
+var x = 0
+var y = 0
+"""
+    out, err, _ = both(src, monkeypatch)
+    assert (out, err) == ("[3, 3]\n", None)
