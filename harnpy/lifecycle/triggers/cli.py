@@ -19,6 +19,8 @@ their parked stack did not change (``HARNPY_UPGRADE_CODE=1``, which the ``harnpy
 --resume`` children inherit); without it each resumes on the code it started with.
 * ``harnpy workers close ID`` — cancel the wait and rewrite the worker snapshot's status to
   ``cancelled`` (atomically) when the file exists.
+* ``harnpy workers fire PROVIDER KIND [--payload JSON]`` — deliver a trigger event from the
+  shell: the waits whose trigger listens to it become due (a ``harnpy worker`` resumes them).
 
 The store is ``--store URL``, else ``HARNPY_STORE``, else ``.harn/harnpy.sqlite3``
 (:mod:`harnpy.lifecycle.triggers.store`; SQLite or PostgreSQL).
@@ -80,6 +82,16 @@ def add_subparsers(sub: Any) -> None:
     res.add_argument("--upgrade-code", action="store_true", help=upgrade_help)
     close = wsub.add_parser("close", parents=[store_opt], help="cancel a parked worker")
     close.add_argument("id")
+    fire = wsub.add_parser(
+        "fire",
+        parents=[store_opt],
+        help="deliver a trigger event: the parked workers waiting on it become due",
+    )
+    fire.add_argument("provider", help="the event's provider (`github`, `webhook`, ...)")
+    fire.add_argument("kind", help="the event's kind (`review.approved`, ...)")
+    fire.add_argument(
+        "--payload", default="{}", metavar="JSON", help="the event's payload (a JSON value)"
+    )
 
 
 class UsageError(Exception):
@@ -134,7 +146,11 @@ def _dispatch(args: argparse.Namespace, store: Any) -> int:
         return _resume(args, store)
     if cmd == "close":
         return _close(args, store)
-    sys.stderr.write("harnpy workers: give one of ls, show ID, resume ID, close ID\n")
+    if cmd == "fire":
+        return _fire(args, store)
+    sys.stderr.write(
+        "harnpy workers: give one of ls, show ID, resume ID, close ID, fire PROVIDER KIND\n"
+    )
     return 2
 
 
@@ -181,7 +197,15 @@ def _no_store(args: argparse.Namespace, path: str) -> int:
                 "`harnpy run --resume ID [--input TEXT]`\n"
             )
         return 1
-    sys.stderr.write("harnpy workers: give one of ls, show ID, resume ID, close ID\n")
+    if cmd == "fire":
+        sys.stderr.write(
+            f"harnpy workers: no wait store at {path}, so no parked worker waits on a "
+            "trigger; park with a store (--store URL or HARNPY_STORE) to wake workers by event\n"
+        )
+        return 1
+    sys.stderr.write(
+        "harnpy workers: give one of ls, show ID, resume ID, close ID, fire PROVIDER KIND\n"
+    )
     return 2
 
 
@@ -434,4 +458,38 @@ def _close(args: argparse.Namespace, store: Any) -> int:
         )
     note = " (snapshot marked cancelled)" if updated else ""
     sys.stdout.write(f"{rec.id}: cancelled{note}\n")
+    return 0
+
+
+def _fire(args: argparse.Namespace, store: Any) -> int:
+    """``harnpy workers fire PROVIDER KIND [--payload JSON]``: post a trigger event to the
+    store (the event envelope ``trigger_fire`` builds); every pending wait whose trigger
+    listens to it becomes due, and a ``harnpy worker`` resumes it with the event. Exit 0
+    when some wait became due, 1 when none listens, 2 for a payload that is not JSON."""
+    import json
+    import time
+
+    from harnpy.lifecycle.triggers.dispatcher import normalize_event
+    from harnpy.lifecycle.triggers.spec import jsonable
+
+    try:
+        payload = json.loads(args.payload)
+    except ValueError as e:
+        raise UsageError(f"workers fire: --payload is not JSON: {e}") from None
+    now = time.time_ns() // 1_000_000
+    event = normalize_event(
+        {"provider": args.provider, "kind": args.kind, "payload": payload},
+        now,
+        builtin="harnpy workers fire",
+    )
+    woken = list(store.post_trigger_event(args.provider, args.kind, jsonable(event), now, None))
+    if not woken:
+        sys.stderr.write(
+            f"harnpy workers: no parked worker waits on a {args.provider}:{args.kind} trigger "
+            f"in {getattr(store, 'display', 'the store')}\n"
+        )
+        return 1
+    for wid in woken:
+        sys.stdout.write(f"{wid}: due (trigger {args.provider}:{args.kind})\n")
+    sys.stdout.write("`harnpy worker` resumes them (or `harnpy workers resume ID` now)\n")
     return 0

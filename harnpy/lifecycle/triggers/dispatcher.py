@@ -514,35 +514,12 @@ class TriggerDispatcher:
     # ------------------------------------------------------------ events
 
     def normalize_event(self, raw: Any, *, builtin: str = "trigger_fire") -> dict[str, Any]:
-        """Fill the trigger-event envelope (``id``, ``received_at``, ``dedupe_key``,
-        ``trace_id``, ``headers``, ``signature_status``, ``provider_payload`` with ``raw``).
+        """:func:`normalize_event` at this dispatcher's clock.
 
         Raises:
             ValueError: not a dict, or ``provider`` / ``kind`` missing.
         """
-        from harnpy.lifecycle.triggers.spec import jsonable
-
-        if type(raw) is not dict:
-            raise ValueError(f"{builtin}: trigger event must be a dict-like value")
-        provider = raw.get("provider")
-        kind = raw.get("kind")
-        if type(provider) is not str:
-            raise ValueError(f"{builtin}: trigger event is missing string field `provider`")
-        if type(kind) is not str:
-            raise ValueError(f"{builtin}: trigger event is missing string field `kind`")
-        now = self.now_ms()
-        ev = dict(raw)
-        ev.setdefault("id", f"trigger_evt_{uuid7(now)}")
-        ev.setdefault("received_at", rfc3339(now))
-        ev.setdefault("occurred_at", None)
-        ev.setdefault("dedupe_key", f"synthetic:{provider}:{kind}:{uuid7(now)}")
-        ev.setdefault("trace_id", f"trace_{uuid7(now)}")
-        ev.setdefault("tenant_id", None)
-        ev.setdefault("headers", {})
-        ev.setdefault("signature_status", {"state": "unsigned"})
-        if "provider_payload" not in ev:
-            ev["provider_payload"] = _default_provider_payload(provider, kind, jsonable(raw), now)
-        return ev
+        return normalize_event(raw, self.now_ms(), builtin=builtin)
 
     def fire(self, handle: Any, raw_event: Any, *, builtin: str = "trigger_fire") -> Gen:
         """Dispatch one event to one binding (``trigger_fire``); generator returning the
@@ -1319,3 +1296,35 @@ def _absolute_ref(ref: str | None) -> str | None:
     from harnpy.lifecycle.checkpoint_store import is_store_ref
 
     return ref if is_store_ref(ref) else os.path.abspath(ref)
+
+
+def normalize_event(raw: Any, now: int, *, builtin: str = "trigger_fire") -> dict[str, Any]:
+    """Fill the trigger-event envelope of ``raw`` (``id``, ``received_at``, ``dedupe_key``,
+    ``trace_id``, ``headers``, ``signature_status``, ``provider_payload`` with ``raw``) at
+    time ``now`` (epoch ms); ``builtin`` names the caller in errors.
+
+    Raises:
+        ValueError: not a dict, or ``provider`` / ``kind`` missing.
+    """
+    from harnpy.lifecycle.triggers.spec import jsonable
+
+    if type(raw) is not dict:
+        raise ValueError(f"{builtin}: trigger event must be a dict-like value")
+    provider = raw.get("provider")
+    kind = raw.get("kind")
+    if type(provider) is not str:
+        raise ValueError(f"{builtin}: trigger event is missing string field `provider`")
+    if type(kind) is not str:
+        raise ValueError(f"{builtin}: trigger event is missing string field `kind`")
+    ev = dict(raw)
+    ev.setdefault("id", f"trigger_evt_{uuid7(now)}")
+    ev.setdefault("received_at", rfc3339(now))
+    ev.setdefault("occurred_at", None)
+    ev.setdefault("dedupe_key", f"synthetic:{provider}:{kind}:{uuid7(now)}")
+    ev.setdefault("trace_id", f"trace_{uuid7(now)}")
+    ev.setdefault("tenant_id", None)
+    ev.setdefault("headers", {})
+    ev.setdefault("signature_status", {"state": "unsigned"})
+    if "provider_payload" not in ev:
+        ev["provider_payload"] = _default_provider_payload(provider, kind, jsonable(raw), now)
+    return ev
