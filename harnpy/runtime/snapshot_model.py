@@ -1,4 +1,4 @@
-"""The snapshot envelope as validated shapes (checked on load; see snapshot.py).
+"""The snapshot envelope as validated shapes (checked on load; see runtime/snapshot/).
 
 Only the envelope is modelled: the ``heap``, ``globals`` and frame payloads are tagged JSON
 decoded by :mod:`harnpy.runtime.snapshot` into an allow-list of value classes. Unknown keys

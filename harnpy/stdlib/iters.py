@@ -111,7 +111,7 @@ def _pure(it: IterValue) -> bool:
     """Whether a combinator may wrap ``it`` in a Python generator pipeline.
 
     Always False: every stage is kept as data (``stages``) over a list/range iterator
-    source, so that iterators in flight can be snapshotted (see harnpy/runtime/snapshot.py).
+    source, so that iterators in flight can be snapshotted (see harnpy/runtime/snapshot/).
     The ``_gen_*`` helpers remain for sources that are host iterators already.
     """
     return False
