@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from harnpy.lifecycle.triggers.bindings import ResumeRequest
 from harnpy.lifecycle.triggers.cron import CronError, parse_schedule
-from harnpy.lifecycle.triggers.dispatcher import ResumeRequest, TriggerDispatcher
+from harnpy.lifecycle.triggers.dispatcher import TriggerDispatcher
 from harnpy.lifecycle.triggers.spec import parse_trigger_spec
 from harnpy.runtime.clock import Clock
 from harnpy.runtime.errors import HarnError

@@ -9,12 +9,8 @@ from typing import Any
 
 import pytest
 
-from harnpy.lifecycle.triggers.dispatcher import (
-    ResumeRequest,
-    TriggerDispatcher,
-    TriggerRegistryError,
-    run_sync,
-)
+from harnpy.lifecycle.triggers.bindings import ResumeRequest, TriggerRegistryError
+from harnpy.lifecycle.triggers.dispatcher import TriggerDispatcher, run_sync
 from harnpy.lifecycle.triggers.spec import parse_trigger_spec
 from harnpy.lifecycle.triggers.store import open_store
 from harnpy.runtime.clock import Clock

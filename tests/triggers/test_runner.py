@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harnpy.lifecycle.triggers.dispatcher import ResumeRequest, TriggerDispatcher
+from harnpy.lifecycle.triggers.bindings import ResumeRequest
+from harnpy.lifecycle.triggers.dispatcher import TriggerDispatcher
 from harnpy.lifecycle.triggers.runner import ResumeTicket, WorkerRunner
 from harnpy.lifecycle.triggers.store import WaitRecord, open_store
 from harnpy.runtime.clock import Clock

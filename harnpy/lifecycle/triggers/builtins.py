@@ -43,7 +43,7 @@ def _dispatcher(thread: Any) -> Any:
 
 def _harn_errors(gen: Gen) -> Gen:
     """Run a dispatch generator, turning registry/argument errors into Harn runtime errors."""
-    from harnpy.lifecycle.triggers.dispatcher import TriggerRegistryError
+    from harnpy.lifecycle.triggers.bindings import TriggerRegistryError
 
     try:
         return (yield from gen)
@@ -83,7 +83,7 @@ def trigger_register(thread: Any, *args: Any) -> Any:
     ``config``: ``{kind, provider, handler, id?, match?: {events}, when?, retry?, schedule?,
     timezone?, catchup_mode?, ...}`` (§4.3). Errors are runtime errors with the reference
     texts (``trigger_register: missing string field `kind```)."""
-    from harnpy.lifecycle.triggers.dispatcher import TriggerRegistryError
+    from harnpy.lifecycle.triggers.bindings import TriggerRegistryError
     from harnpy.lifecycle.triggers.spec import TriggerSpecError, parse_trigger_spec
 
     config = _arg(_strip(args), 0)

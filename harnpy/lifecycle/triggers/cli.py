@@ -469,7 +469,7 @@ def _fire(args: argparse.Namespace, store: Any) -> int:
     import json
     import time
 
-    from harnpy.lifecycle.triggers.dispatcher import normalize_event
+    from harnpy.lifecycle.triggers.events import normalize_event
     from harnpy.lifecycle.triggers.spec import jsonable
 
     try:

@@ -38,172 +38,33 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from typing import Any
 
 import attrs
 
 from harnpy.lifecycle.triggers._util import rfc3339, sanitize_id, uuid7
+from harnpy.lifecycle.triggers.bindings import (
+    Binding,
+    ResumeRequest,
+    ResumeWait,
+    TriggerRegistryError,
+    _absolute_ref,
+)
+from harnpy.lifecycle.triggers.events import (
+    _DispatchFailure,
+    _error_text,
+    _handle_parts,
+    _truthy,
+    build_resume_request,
+    cron_tick_event,
+    normalize_event,
+    timeout_event,
+)
 
 Gen = Generator[Any, Any, Any]
 
 #: Lease a dispatcher takes when it claims a durable wait in the store.
 INPROC_LEASE_MS = 5 * 60_000
-
-
-class TriggerRegistryError(RuntimeError):
-    """Unknown id/version or duplicate id; ``str(e)`` is the reference's registry text."""
-
-
-@dataclass
-class ResumeRequest:
-    """What the worker layer receives when a wait fires (lifecycle.md §4.4, §8).
-
-    ``action``: ``resume`` or ``fail`` (timeout with ``on_timeout: "fail"``: apply T10).
-    ``cause``: ``trigger`` | ``event`` | ``cron`` | ``timeout`` | ``manual``.
-    ``initiator``: ``triggered`` | ``timeout`` | ``operator``. ``input`` is the resume
-    input (None = no input), ``continue_transcript`` the transcript policy,
-    ``trigger_event`` the normalized event envelope (or None), ``timeout_action`` the
-    ``on_timeout`` value for timeout resumes.
-    """
-
-    wait_id: str
-    version: int
-    worker_id: str
-    action: str = "resume"
-    cause: str = "trigger"
-    initiator: str = "triggered"
-    input: Any = None
-    continue_transcript: bool = True
-    trigger_event: dict[str, Any] | None = None
-    timeout_action: str | None = None
-    snapshot_path: str | None = None
-    #: The park the wait belongs to (the snapshot's ``park_id`` when it was registered): a
-    #: resume for it must not resume a later park of the same worker.
-    park_id: str | None = None
-
-    def trigger_info(self) -> dict[str, Any]:
-        """``{id, event_id, kind, provider, dedupe_key, timeout_action}`` for the resume
-        continuity payload (§8)."""
-        ev = self.trigger_event or {}
-        return {
-            "id": self.wait_id,
-            "event_id": ev.get("id"),
-            "kind": ev.get("kind"),
-            "provider": ev.get("provider"),
-            "dedupe_key": ev.get("dedupe_key"),
-            "timeout_action": self.timeout_action,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able form (env/CLI transport)."""
-        from harnpy.lifecycle.triggers.spec import jsonable
-
-        return {
-            "wait_id": self.wait_id,
-            "version": self.version,
-            "worker_id": self.worker_id,
-            "action": self.action,
-            "cause": self.cause,
-            "initiator": self.initiator,
-            "input": jsonable(self.input),
-            "continue_transcript": self.continue_transcript,
-            "trigger_event": jsonable(self.trigger_event),
-            "timeout_action": self.timeout_action,
-            "snapshot_path": self.snapshot_path,
-            "park_id": self.park_id,
-        }
-
-
-@dataclass
-class ResumeWait:
-    """A parked worker's registered wait (in-process view).
-
-    ``state``: ``pending`` until it fires (``fired``) or is cancelled (``cancelled``).
-    """
-
-    id: str
-    version: int
-    worker_id: str
-    conditions: Any  # WaitConditions
-    snapshot_path: str | None
-    deadline_ms: int | None
-    on_timeout: str | None
-    on_event: str | None
-    durable: bool
-    created_ms: int
-    state: str = "pending"
-    park_id: str | None = None
-
-    def handle(self) -> dict[str, Any]:
-        """``{id, version}`` (the summary's ``suspension.auto_resume_trigger``)."""
-        return {"id": self.id, "version": self.version}
-
-
-@dataclass
-class Binding:
-    """A registered trigger binding: spec, version, state, metrics, cron cursor."""
-
-    id: str
-    version: int
-    spec: Any  # TriggerSpec
-    created_ms: int
-    state: str = "active"
-    listen: bool = True
-    wait: ResumeWait | None = None
-    cron: Any = None  # CronSchedule
-    last_tick_ms: int | None = None
-    next_fire_ms: int | None = None
-    metrics: dict[str, Any] = field(
-        default_factory=lambda: {
-            "received": 0,
-            "dispatched": 0,
-            "failed": 0,
-            "dlq": 0,
-            "in_flight": 0,
-            "last_received_ms": None,
-            "cost_total_usd_micros": 0,
-            "cost_today_usd_micros": 0,
-            "cost_hour_usd_micros": 0,
-            "autonomous_decisions_total": 0,
-            "autonomous_decisions_today": 0,
-            "autonomous_decisions_hour": 0,
-        }
-    )
-
-    @property
-    def handler_kind(self) -> str:
-        return "auto_resume" if self.wait is not None else self.spec.handler.kind
-
-    def snapshot(self) -> dict[str, Any]:
-        """The ``TriggerBindingSnapshot`` dict ``trigger_register``/``trigger_list`` return."""
-        spec = self.spec
-        budget = spec.budget or {}
-        out: dict[str, Any] = {
-            "id": self.id,
-            "version": self.version,
-            "source": "dynamic",
-            "kind": "auto_resume" if self.wait is not None else spec.kind,
-            "provider": spec.provider,
-            "autonomy_tier": spec.autonomy_tier,
-            "handler_kind": self.handler_kind,
-            "state": self.state,
-            "metrics": dict(self.metrics),
-            "daily_cost_usd": budget.get("daily_cost_usd"),
-            "hourly_cost_usd": budget.get("hourly_cost_usd"),
-            "max_autonomous_decisions_per_hour": budget.get("max_autonomous_decisions_per_hour"),
-            "max_autonomous_decisions_per_day": budget.get("max_autonomous_decisions_per_day"),
-            "on_budget_exhausted": budget.get("on_budget_exhausted", "false"),
-        }
-        if spec.cron is not None:
-            out["cron"] = {
-                "schedule": spec.cron.schedule,
-                "timezone": spec.cron.timezone,
-                "catchup_mode": spec.cron.catchup_mode,
-                "semantics": spec.cron.semantics,
-                "next_fire_at": rfc3339(self.next_fire_ms) if self.next_fire_ms else None,
-            }
-        return out
 
 
 def run_sync(gen: Gen) -> Any:
@@ -1070,196 +931,6 @@ class TriggerDispatcher:
         rt.scheduler.at(mono_target, on_timer)
 
 
-def build_resume_request(
-    wait_id: str,
-    version: int,
-    worker_id: str,
-    snapshot_path: str | None,
-    on_timeout: str | None,
-    cause: str,
-    event: dict[str, Any] | None,
-    manual_input: Any = None,
-    *,
-    park_id: str | None = None,
-) -> ResumeRequest:
-    """The resume request for a wait firing because of ``cause`` (lifecycle.md §4.4):
-
-    * ``trigger`` / ``event`` / ``cron``: input = ``event.provider_payload.raw`` (else the
-      provider payload), ``continue_transcript`` true, initiator ``triggered``;
-    * ``timeout`` with ``on_timeout``: ``fail`` -> action ``fail``; ``resume_with_summary``
-      -> no input, ``continue_transcript`` false, initiator ``timeout``;
-      ``resume_with_input`` -> the raw timeout record as input, initiator ``triggered``;
-    * ``manual`` (``harnpy workers resume``): ``manual_input``, initiator ``operator``.
-    """
-    req = ResumeRequest(
-        wait_id,
-        version,
-        worker_id,
-        cause=cause,
-        trigger_event=event,
-        snapshot_path=snapshot_path,
-        park_id=park_id,
-    )
-    payload = (event or {}).get("provider_payload")
-    raw = payload.get("raw") if isinstance(payload, dict) else None
-    if cause == "manual":
-        req.initiator = "operator"
-        req.input = manual_input
-        return req
-    if cause == "timeout":
-        action = on_timeout or "resume_with_summary"
-        req.timeout_action = action
-        if action == "fail":
-            req.action = "fail"
-            req.initiator = "timeout"
-        elif action == "resume_with_input":
-            req.initiator = "triggered"
-            req.input = raw
-        else:
-            req.initiator = "timeout"
-            req.continue_transcript = False
-        return req
-    req.input = raw if raw is not None else payload
-    return req
-
-
-def timeout_event(
-    wait_id: str, worker_id: str, on_timeout: str | None, deadline_ms: int | None, now_ms: int
-) -> dict[str, Any]:
-    """The synthetic ``harn`` / ``auto_resume.timeout`` event of a timeout (§4.4)."""
-    raw = {
-        "type": "auto_resume.timeout",
-        "worker_id": worker_id,
-        "trigger_id": wait_id,
-        "on_timeout": on_timeout or "resume_with_summary",
-    }
-    return {
-        "id": f"auto_resume_timeout:{wait_id}:{uuid7(now_ms)}",
-        "provider": "harn",
-        "kind": "auto_resume.timeout",
-        "received_at": rfc3339(now_ms),
-        "occurred_at": rfc3339(deadline_ms if deadline_ms is not None else now_ms),
-        "dedupe_key": f"auto_resume_timeout:{wait_id}",
-        "headers": {},
-        "signature_status": {"state": "unsigned"},
-        "provider_payload": {"provider": "harn", "schema_name": "AutoResumeTimeout", "raw": raw},
-    }
-
-
-def cron_tick_event(
-    binding_id: str,
-    provider: str,
-    kind: str,
-    schedule: str,
-    timezone: str,
-    tick_ms: int,
-    due: list[int],
-    now_ms: int,
-) -> dict[str, Any]:
-    """The event of a (possibly coalesced) cron tick: ``provider_payload.raw`` carries
-    ``tick_at`` (the latest due tick), ``first_due_at``, ``coalesced`` and
-    ``missed_ticks``."""
-    raw = {
-        "type": "cron.tick",
-        "cron_id": binding_id,
-        "schedule": schedule,
-        "timezone": timezone,
-        "tick_at": rfc3339(tick_ms),
-        "tick_at_ms": tick_ms,
-        "first_due_at": rfc3339(due[0] if due else tick_ms),
-        "coalesced": len(due) if due else 1,
-        "missed_ticks": max(0, len(due) - 1),
-    }
-    return {
-        "id": f"cron_tick:{binding_id}:{tick_ms}",
-        "provider": provider,
-        "kind": kind,
-        "received_at": rfc3339(now_ms),
-        "occurred_at": rfc3339(tick_ms),
-        "dedupe_key": f"cron:{binding_id}:{tick_ms}",
-        "headers": {},
-        "signature_status": {"state": "unsigned"},
-        "provider_payload": {
-            "provider": "cron",
-            "cron_id": binding_id,
-            "schedule": schedule,
-            "tick_at": rfc3339(tick_ms),
-            "raw": raw,
-        },
-    }
-
-
-class _DispatchFailure(Exception):
-    """A dispatch that fails without a Harn error (reported in the dispatch handle)."""
-
-
-def _error_text(e: Any) -> str:
-    """A handler error as text: a thrown string as-is, other thrown values displayed, runtime
-    errors by message."""
-    from harnpy.runtime.errors import HarnThrow
-
-    if isinstance(e, HarnThrow):
-        v = e.value
-        if type(v) is str:
-            return v
-        from harnpy.runtime.display import display
-
-        return display(v)
-    return str(getattr(e, "message", e))
-
-
-def _truthy(v: Any) -> bool:
-    from harnpy.runtime.ops import truthy
-
-    return bool(truthy(v))
-
-
-def _handle_parts(handle: Any, builtin: str) -> tuple[str, int | None]:
-    if type(handle) is str:
-        return handle, None
-    if type(handle) is dict:
-        tid = handle.get("id")
-        if type(tid) is not str:
-            raise ValueError(f"{builtin}: trigger handle is missing string field `id`")
-        version = handle.get("version")
-        return tid, version if type(version) is int else None
-    if handle is None:
-        raise ValueError(f"{builtin}: missing trigger handle")
-    from harnpy.runtime.values import type_name
-
-    raise ValueError(
-        f"{builtin}: expected trigger handle dict or id string, got {type_name(handle)}"
-    )
-
-
-def _default_provider_payload(provider: str, kind: str, raw: Any, now: int) -> dict[str, Any]:
-    if provider == "webhook":
-        return {
-            "provider": "webhook",
-            "source": "trigger_fire",
-            "content_type": "application/json",
-            "raw": raw,
-        }
-    if provider == "github":
-        return {
-            "provider": "github",
-            "event": kind,
-            "action": None,
-            "delivery_id": None,
-            "installation_id": None,
-            "raw": raw,
-        }
-    if provider == "cron":
-        return {
-            "provider": "cron",
-            "cron_id": None,
-            "schedule": None,
-            "tick_at": rfc3339(now),
-            "raw": raw,
-        }
-    return {"provider": provider, "event": kind, "raw": raw}
-
-
 def get_dispatcher(runtime: Any) -> TriggerDispatcher:
     """The runtime's dispatcher (``runtime.trigger_dispatcher``), created on first use with
     the runtime clock and the configured store (``runtime.wait_store_path`` or
@@ -1286,45 +957,3 @@ def get_dispatcher(runtime: Any) -> TriggerDispatcher:
 
         install(d)
     return d
-
-
-def _absolute_ref(ref: str | None) -> str | None:
-    """A checkpoint reference as a wait record keeps it: a file path made absolute, a store
-    reference ``<url>#<id>`` as it is."""
-    if not ref:
-        return None
-    from harnpy.lifecycle.checkpoint_store import is_store_ref
-
-    return ref if is_store_ref(ref) else os.path.abspath(ref)
-
-
-def normalize_event(raw: Any, now: int, *, builtin: str = "trigger_fire") -> dict[str, Any]:
-    """Fill the trigger-event envelope of ``raw`` (``id``, ``received_at``, ``dedupe_key``,
-    ``trace_id``, ``headers``, ``signature_status``, ``provider_payload`` with ``raw``) at
-    time ``now`` (epoch ms); ``builtin`` names the caller in errors.
-
-    Raises:
-        ValueError: not a dict, or ``provider`` / ``kind`` missing.
-    """
-    from harnpy.lifecycle.triggers.spec import jsonable
-
-    if type(raw) is not dict:
-        raise ValueError(f"{builtin}: trigger event must be a dict-like value")
-    provider = raw.get("provider")
-    kind = raw.get("kind")
-    if type(provider) is not str:
-        raise ValueError(f"{builtin}: trigger event is missing string field `provider`")
-    if type(kind) is not str:
-        raise ValueError(f"{builtin}: trigger event is missing string field `kind`")
-    ev = dict(raw)
-    ev.setdefault("id", f"trigger_evt_{uuid7(now)}")
-    ev.setdefault("received_at", rfc3339(now))
-    ev.setdefault("occurred_at", None)
-    ev.setdefault("dedupe_key", f"synthetic:{provider}:{kind}:{uuid7(now)}")
-    ev.setdefault("trace_id", f"trace_{uuid7(now)}")
-    ev.setdefault("tenant_id", None)
-    ev.setdefault("headers", {})
-    ev.setdefault("signature_status", {"state": "unsigned"})
-    if "provider_payload" not in ev:
-        ev["provider_payload"] = _default_provider_payload(provider, kind, jsonable(raw), now)
-    return ev

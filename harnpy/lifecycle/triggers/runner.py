@@ -39,12 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harnpy.lifecycle.triggers._util import rewrite_snapshot_status, snapshot_park
-from harnpy.lifecycle.triggers.dispatcher import (
-    ResumeRequest,
-    build_resume_request,
-    cron_tick_event,
-    timeout_event,
-)
+from harnpy.lifecycle.triggers.bindings import ResumeRequest
+from harnpy.lifecycle.triggers.events import build_resume_request, cron_tick_event, timeout_event
 from harnpy.lifecycle.triggers.store import WaitRecord, store_log_dir
 from harnpy.security import private_dir
 from harnpy.store.sql import SqlStore
