@@ -59,7 +59,9 @@ def checkpoint_for(ref: str, runtime: Any = None) -> tuple[CheckpointStore, str]
     ``<url>#<id>`` reference. The store configured for this process (``runtime``'s
     ``--store``, else ``HARNPY_STORE``) is used when its URL is the reference's (a
     reference shows a PostgreSQL password masked, so only the configured URL can open such
-    a store); otherwise the reference's URL is opened.
+    a store); otherwise the reference's URL is opened, if it names an existing harnpy
+    store (:func:`~harnpy.lifecycle.waitpoints.stores.existing_store`: a reference never
+    creates a database).
 
     Raises:
         StoreError: the name cannot be a checkpoint file (``kind="config"``), or the store
@@ -67,7 +69,7 @@ def checkpoint_for(ref: str, runtime: Any = None) -> tuple[CheckpointStore, str]
     """
     if not is_store_ref(ref):
         return directory_for(ref)
-    from harnpy.lifecycle.waitpoints.stores import shared_store
+    from harnpy.lifecycle.waitpoints.stores import existing_store, shared_store
     from harnpy.store import StoreError
 
     url, key = split_store_ref(ref)
@@ -80,7 +82,7 @@ def checkpoint_for(ref: str, runtime: Any = None) -> tuple[CheckpointStore, str]
             "--store URL (or HARNPY_STORE) naming that store",
             "config",
         )
-    return shared_store(url), key
+    return existing_store(url), key
 
 
 #: The ``--store`` of the command this process runs (:func:`use_store_option`).

@@ -340,3 +340,36 @@ def test_an_unreachable_store_at_park_time_names_the_store_not_a_snapshot_file(
     assert f"store {url}: cannot connect" in p.stderr
     assert ".harn/workers" not in p.stderr and "Traceback" not in p.stderr
     assert not (a / ".harn" / "workers").exists()
+
+
+def test_a_reference_to_a_store_that_does_not_exist_creates_no_database(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for
+    from harnpy.store import StoreError
+
+    missing = tmp_path / "gone" / "x.db"
+    plain = tmp_path / "plain.db"
+    with sqlite3.connect(plain) as c:
+        c.execute("CREATE TABLE t (x)")
+    for ref, says in (
+        (f"sqlite:///{missing}#worker_1", "no such database file"),
+        (f"sqlite:///{plain}#worker_1", "not a harnpy store"),
+    ):
+        try:
+            checkpoint_for(ref)
+        except StoreError as e:
+            assert says in e.message and e.kind == "unreachable"
+        else:
+            raise AssertionError(f"{ref} opened")
+    # nothing was made on the way: no directory, no file, no harnpy tables
+    assert not (tmp_path / "gone").exists()
+    with sqlite3.connect(plain) as c:
+        names = [r[0] for r in c.execute("SELECT name FROM sqlite_master")]
+    assert names == ["t"]
+    # run --resume of such a reference says so (it used to say 'no such checkpoint')
+    p = harnpy("run", "--resume", f"sqlite:///{missing}#worker_1", cwd=tmp_path)
+    assert p.returncode == 1 and "no such database file" in p.stderr, p.stderr
+    assert not (tmp_path / "gone").exists()
