@@ -37,6 +37,7 @@ HEAVY = (
     "harnpy.check._checker",
     # the translator of direct calls and loops is needed only once a fn or loop is compiled
     "harnpy.runtime.direct",
+    "harnpy.runtime.direct_loops",
     # argparse's help formatter and the parse cache's writer import these; a warm run needs
     # neither (the CLI reads the terminal width itself)
     "shutil",

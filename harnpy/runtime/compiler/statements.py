@@ -45,11 +45,11 @@ from harnpy.runtime.values import (
 from harnpy.syntax import ast as A
 
 if TYPE_CHECKING:
-    from harnpy.runtime import direct
+    from harnpy.runtime import direct_loops
 else:  # imported when the first fn or loop is compiled: a program with neither never needs it
     from harnpy._lazy import lazy_module
 
-    direct = lazy_module("harnpy.runtime.direct")
+    direct_loops = lazy_module("harnpy.runtime.direct_loops")
 
 
 if TYPE_CHECKING:
@@ -447,11 +447,11 @@ class StatementsMixin:
             # The condition is one instruction: the back-edge tests it itself and jumps
             # straight into the body (same instruction count and pcs as a plain back-jump).
             cond, is_bool = head[0].args[0], head[0].args[1]
-            lb = direct.loop_body(self, st.body, self._direct_resolve, cond=st.cond)
+            lb = direct_loops.loop_body(self, st.body, self._direct_resolve, cond=st.cond)
             if lb is not None:
-                # the iterations run as one Python loop (runtime/direct.py)
+                # the iterations run as one Python loop (runtime/direct_loops.py)
                 b.emit(
-                    direct.op_direct_loop,
+                    direct_loops.op_direct_loop,
                     I.op_loop_back_if,
                     lb,
                     body,
@@ -495,11 +495,11 @@ class StatementsMixin:
         b.span = st.span
         lb = None
         if simple:
-            lb = direct.loop_body(self, st.body, self._direct_resolve, var_slot=var_slot)
+            lb = direct_loops.loop_body(self, st.body, self._direct_resolve, var_slot=var_slot)
         if lb is not None:
-            # the iterations run as one Python loop (runtime/direct.py)
+            # the iterations run as one Python loop (runtime/direct_loops.py)
             b.emit(
-                direct.op_direct_loop,
+                direct_loops.op_direct_loop,
                 I.op_for_back,
                 lb,
                 body,
@@ -625,7 +625,7 @@ class StatementsMixin:
     # ================================================================ helpers
 
     def _direct_resolve(self: Compiler, name: str) -> tuple[str, Any, bool, bool] | None:
-        """An outer name of a direct loop body (runtime/direct.py), resolved as
+        """An outer name of a direct loop body (runtime/direct_loops.py), resolved as
         :meth:`name_ev` would: ``("s", slot, mutable, may_be_unbound)`` for a local or a
         capture, ``("g", name, mutable, False)`` for a module global, None otherwise."""
         binding = self.b.lookup_local(name)
