@@ -373,3 +373,22 @@ def test_a_reference_to_a_store_that_does_not_exist_creates_no_database(
     p = harnpy("run", "--resume", f"sqlite:///{missing}#worker_1", cwd=tmp_path)
     assert p.returncode == 1 and "no such database file" in p.stderr, p.stderr
     assert not (tmp_path / "gone").exists()
+
+
+def test_workers_show_takes_the_reference_a_park_prints(tmp_path: Path, store_url: str) -> None:
+    ref = _park(tmp_path, store_url)
+    wid = ref.rpartition("#")[2]
+    b = tmp_path / "b"
+    b.mkdir()
+    # no store configured: the reference names it (as for run --resume REF)
+    env = _env(store_url, b / "STEPS", HARNPY_STORE="")
+    p = harnpy("workers", "show", ref, cwd=b, env=env)
+    assert p.returncode == 0 and f"worker       {wid}" in p.stdout, p.stderr
+    # the configured store: the same
+    p = harnpy("workers", "show", ref, cwd=b, env=_env(store_url, b / "STEPS"))
+    assert p.returncode == 0 and "status       suspended" in p.stdout, p.stderr
+    # another store configured: one error naming both, nothing looked up in the wrong one
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    p = harnpy("workers", "show", ref, "--store", other, cwd=b, env=env)
+    assert p.returncode == 2 and "is a checkpoint of store" in p.stderr, p.stderr
+    assert not (tmp_path / "other.db").exists()

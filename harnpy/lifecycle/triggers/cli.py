@@ -104,6 +104,10 @@ def main(args: argparse.Namespace) -> int:
     from harnpy.lifecycle.checkpoint_store import use_store_option
     from harnpy.lifecycle.triggers.store import StoreError
 
+    bad_ref = _store_of_reference(args)
+    if bad_ref is not None:
+        sys.stderr.write(f"harnpy workers: {bad_ref}\n")
+        return 2
     use_store_option(getattr(args, "store", None))  # checkpoint references in that store
     if args.command == "workers":
         missing = _missing_store(getattr(args, "store", None))
@@ -132,6 +136,49 @@ def main(args: argparse.Namespace) -> int:
         return 2
     finally:
         store.close()
+
+
+def _store_of_reference(args: argparse.Namespace) -> str | None:
+    """``workers show|resume|close <url>#<id>`` (the checkpoint reference a park prints,
+    which ``run --resume`` takes): the worker is ``<id>`` of the store ``<url>``, used as
+    the command's store when none is configured. Rewrites ``args.id`` / ``args.store``;
+    returns the error to report (exit status 2) when the reference names another store
+    than the configured one, or one whose password is masked, else None."""
+    from harnpy.lifecycle.checkpoint_store import configured_sql_url, is_store_ref, split_store_ref
+    from harnpy.store import StoreError
+
+    ident = getattr(args, "id", None)
+    if getattr(args, "workers_command", None) not in ("show", "resume", "close"):
+        return None
+    if not is_store_ref(ident):
+        return None
+    url, key = split_store_ref(ident)
+    option = getattr(args, "store", None)
+    try:
+        configured = configured_sql_url(_RefOption(option))
+    except StoreError as e:
+        return str(e)
+    if configured is None:
+        if ":***@" in url:
+            return (
+                f"`{ident}` is in a store whose password is not shown: give --store URL "
+                "(or HARNPY_STORE) naming that store"
+            )
+        args.store = url
+    elif configured.display != url:
+        return (
+            f"`{ident}` is a checkpoint of store {url}, not of the store this command "
+            f"uses ({configured.display}): give --store naming that store"
+        )
+    args.id = key
+    return None
+
+
+class _RefOption:
+    """A stand-in runtime carrying the command's ``--store`` (``configured_sql_url``)."""
+
+    def __init__(self, option: str | None) -> None:
+        self.store_option = option
 
 
 def _dispatch(args: argparse.Namespace, store: Any) -> int:
