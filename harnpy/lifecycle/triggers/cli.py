@@ -150,7 +150,7 @@ def _store_of_reference(args: argparse.Namespace) -> str | None:
     ident = getattr(args, "id", None)
     if getattr(args, "workers_command", None) not in ("show", "resume", "close"):
         return None
-    if not is_store_ref(ident):
+    if type(ident) is not str or not is_store_ref(ident):
         return None
     url, key = split_store_ref(ident)
     option = getattr(args, "store", None)
