@@ -102,8 +102,8 @@ def resolve_target(target: str, store_option: str | None = None) -> str:
     the only parked one is taken.
 
     Raises:
-        AmbiguousTarget: the prefix names several workers in the snapshot directories (and
-            not exactly one parked one); stderr says so.
+        AmbiguousTarget: the prefix names several workers in the configured store or the
+            snapshot directories (and not exactly one parked one); stderr says so.
     """
     from harnpy.lifecycle.checkpoint_store import is_store_ref, stored_worker_ref
 
@@ -115,13 +115,16 @@ def resolve_target(target: str, store_option: str | None = None) -> str:
         cand = os.path.join(state_dir(), f"{target}.json")
         if os.path.exists(cand):
             return cand
+        several: list[str] = []
         try:
-            stored = stored_worker_ref(target, _StoreOption(store_option))
+            stored = stored_worker_ref(target, _StoreOption(store_option), several)
         except Exception as e:  # noqa: BLE001 - StoreError: say why, look at files too
             write_err(f"harnpy run --resume: warning: {e}\n")
             stored = None
         if stored is not None:
             return stored
+        if several:
+            _ambiguous(target, several)
         found = _by_prefix(target)
         if found is not None:
             return found
@@ -159,12 +162,18 @@ def _by_prefix(prefix: str) -> str | None:
         parked = [h for h in hits if snapshot_status(files[h]) == "suspended"]
         if len(parked) == 1:
             return files[parked[0]]
-        write_err(
-            f"harnpy run --resume: `{prefix}` is the start of {len(hits)} worker ids "
-            f"({', '.join(hits[:3])}{', ...' if len(hits) > 3 else ''}); give more of it\n"
-        )
-        raise AmbiguousTarget(prefix)
+        _ambiguous(prefix, hits)
     return files[hits[0]] if hits else None
+
+
+def _ambiguous(prefix: str, hits: list[str]) -> None:
+    """Say that ``prefix`` is the start of the worker ids ``hits`` and raise
+    :class:`AmbiguousTarget`."""
+    write_err(
+        f"harnpy run --resume: `{prefix}` is the start of {len(hits)} worker ids "
+        f"({', '.join(hits[:3])}{', ...' if len(hits) > 3 else ''}); give more of it\n"
+    )
+    raise AmbiguousTarget(prefix)
 
 
 class AmbiguousTarget(Exception):

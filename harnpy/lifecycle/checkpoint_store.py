@@ -280,11 +280,14 @@ def _loads(data: bytes) -> Any:
 WORKER_MODES = ("workflow", "stage", "sub_agent", "delegated_stage", "top_level_agent")
 
 
-def stored_worker_ref(target: str, runtime: Any = None) -> str | None:
+def stored_worker_ref(
+    target: str, runtime: Any = None, several: list[str] | None = None
+) -> str | None:
     """The store reference of the agent-worker checkpoint a bare ``target`` names in the SQL
     store this process runs with (:func:`configured_sql_url`): its id, or a unique prefix of
     one with or without ``worker_`` (of several matches, the only parked one). None when no
-    store is configured, nothing matches or several do.
+    store is configured, nothing matches or several do (their ids, sorted, are then put in
+    ``several`` when it is given).
 
     Raises:
         StoreError: the configured store cannot be opened.
@@ -311,5 +314,7 @@ def stored_worker_ref(target: str, runtime: Any = None) -> str | None:
         if len(parked) == 1:
             return store.checkpoint_ref(parked[0])
         if ids:
+            if several is not None:
+                several[:] = sorted(ids)
             return None
     return None

@@ -392,3 +392,17 @@ def test_workers_show_takes_the_reference_a_park_prints(tmp_path: Path, store_ur
     p = harnpy("workers", "show", ref, "--store", other, cwd=b, env=env)
     assert p.returncode == 2 and "is a checkpoint of store" in p.stderr, p.stderr
     assert not (tmp_path / "other.db").exists()
+
+
+def test_an_ambiguous_prefix_of_stored_workers_is_one_error(tmp_path: Path, store_url: str) -> None:
+    first = _park(tmp_path, store_url).rpartition("#")[2]
+    (tmp_path / "a").rename(tmp_path / "a1")
+    second = _park(tmp_path, store_url).rpartition("#")[2]
+    n = next(i for i, (x, y) in enumerate(zip(first, second)) if x != y)
+    common = first[len("worker_") : n]  # both ids start with the same time stamp
+    b = tmp_path / "b"
+    b.mkdir()
+    p = harnpy("run", "--resume", common, cwd=b, env=_env(store_url, b / "STEPS"))
+    # it used to fall through to `cannot read snapshot <prefix>` (E404)
+    assert p.returncode == 2 and f"`{common}` is the start of 2 worker ids" in p.stderr, p.stderr
+    assert "E404" not in p.stderr and not _steps(b)
