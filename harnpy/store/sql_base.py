@@ -133,6 +133,20 @@ class SqlBase:
         with self.read() as c:
             return c.now_ms()
 
+    def blob(self, value: Any, what: str) -> bytes:
+        """The bytes of a BLOB column. SQLite keeps whatever a hand edit or another program
+        put there: a text, a number or a NULL in its place is :class:`CorruptRecord` naming
+        ``what`` (table and key), never a ``bytes()`` of it (an int would become that many
+        zero bytes, a str a TypeError)."""
+        if type(value) is bytes:
+            return value
+        if isinstance(value, (bytearray, memoryview)):
+            return bytes(value)
+        raise CorruptRecord(
+            f"store {self.display}: {what} is corrupted (stored as {type(value).__name__}, not "
+            "bytes); it was left as it is"
+        )
+
     def load_json(self, text: Any, what: str) -> Any:
         """Parse a JSON column; a value that does not parse is :class:`CorruptRecord`
         naming ``what`` (table and key)."""

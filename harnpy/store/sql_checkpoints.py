@@ -84,7 +84,7 @@ class CheckpointsMixin(WaitsMixin):
             )
 
     def _checked_body(self, worker_id: str, raw: Any, sha: str | None) -> bytes:
-        body = bytes(raw)
+        body = self.blob(raw, f"the checkpoint row of {worker_id}")
         what = f"store {self.display}: the checkpoint row of {worker_id} is corrupted"
         if sha is not None and hashlib.sha256(body).hexdigest() != sha:
             raise CorruptRecord(f"{what} (its bytes do not match their hash); it was left as it is")
@@ -224,7 +224,8 @@ class CheckpointsMixin(WaitsMixin):
                 f"store {self.display}: the transcript of {worker_id} is incomplete ({len(rows)} "
                 f"of {upto} entries of stream {stream}); it was left as it is"
             )
-        return [bytes(r[1]) for r in rows]
+        what = f"the transcript of {worker_id} (stream {stream})"
+        return [self.blob(r[1], what) for r in rows]
 
     def delete_checkpoint(self, worker_id: str) -> bool:
         """Remove the checkpoint of ``worker_id`` and its transcript rows (``harnpy

@@ -83,7 +83,7 @@ class SourcesMixin(SqlBase):
             row = c.one("SELECT body FROM sources WHERE sha256 = ?", (sha256,))
         if row is None:
             return None
-        body = bytes(row[0])
+        body = self.blob(row[0], f"the module source {sha256}")
         if hashlib.sha256(body).hexdigest() != sha256:
             raise CorruptRecord(
                 f"store {self.display}: the module source {sha256} is corrupted (its hash "

@@ -374,3 +374,34 @@ def test_a_claimer_killed_before_its_commit_leaves_the_park_resumable_once(
     info, raw = ck.get_checkpoint("w1")
     assert info.status == "suspended" and opened(raw)["park_id"] == "p1"
     assert _race(ck_url, 5) == ["lost"] * 4 + ["won"]
+
+
+@pytest.mark.parametrize("planted", ["'{}'", "1000000000000", "2.5"])
+def test_a_blob_of_another_type_in_an_sqlite_row_is_a_corrupt_record(
+    tmp_path: Path, planted: str
+) -> None:
+    # SQLite keeps whatever a hand edit puts in a BLOB column: a text used to raise a
+    # TypeError (a traceback from run --resume), an int to become that many zero bytes
+    import hashlib
+    import sqlite3
+
+    db = tmp_path / "s.sqlite3"
+    s = open_store(f"sqlite:///{db}")
+    try:
+        src = b"println(1)\n"
+        sha = hashlib.sha256(src).hexdigest()
+        s.put_source(sha, src)
+        s.put_checkpoint(
+            "w1", body(), meta(), transcript=TranscriptAppend("g1", [("m", 0, b'{"n":0}')])
+        )
+        with sqlite3.connect(db) as c:
+            for table in ("checkpoints", "sources", "transcript_rows"):
+                c.execute(f"UPDATE {table} SET body = {planted}")  # noqa: S608 - test data
+        with pytest.raises(CorruptRecord, match="the checkpoint row of w1 is corrupted"):
+            s.get_checkpoint("w1")
+        with pytest.raises(CorruptRecord, match=f"the module source {sha} is corrupted"):
+            s.get_source(sha)
+        with pytest.raises(CorruptRecord, match="the transcript of w1"):
+            s.read_transcript("w1", "g1", "m", 1)
+    finally:
+        s.close()
