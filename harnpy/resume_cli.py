@@ -197,7 +197,8 @@ def _snapshot_kind(path: str) -> str | None:
     the head only chooses which path refuses a bad file."""
     import stat
 
-    from harnpy.lifecycle.checkpoint_store import WORKER_MODES, checkpoint_for, is_store_ref
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for, is_store_ref
+    from harnpy.lifecycle.waitpoints.durable import MODE as PROGRAM_MODE
 
     if is_store_ref(path):
         try:
@@ -205,7 +206,9 @@ def _snapshot_kind(path: str) -> str | None:
             info = store.checkpoint_info(key)
         except Exception:  # noqa: BLE001 - StoreError: the worker path reports it
             return "worker"
-        if info is not None and info.mode not in WORKER_MODES:
+        # only a row marked as a parked program is one: a damaged row (status `corrupt`,
+        # no mode) goes the worker way, which names the damage
+        if info is not None and info.mode == PROGRAM_MODE:
             return "stored_program"
         return "worker"
     try:

@@ -285,9 +285,10 @@ def stored_worker_ref(
 ) -> str | None:
     """The store reference of the agent-worker checkpoint a bare ``target`` names in the SQL
     store this process runs with (:func:`configured_sql_url`): its id, or a unique prefix of
-    one with or without ``worker_`` (of several matches, the only parked one). None when no
-    store is configured, nothing matches or several do (their ids, sorted, are then put in
-    ``several`` when it is given).
+    one with or without ``worker_`` (of several matches, the only parked one; a damaged row
+    counts, so that its resume names the damage). None when no store is configured,
+    nothing matches or several do (their ids, sorted, are then put in ``several`` when it
+    is given).
 
     Raises:
         StoreError: the configured store cannot be opened.
@@ -302,7 +303,8 @@ def stored_worker_ref(
         infos = {
             i: info
             for i in store.find_checkpoints(prefix)
-            if (info := store.checkpoint_info(i)) is not None and info.mode in WORKER_MODES
+            if (info := store.checkpoint_info(i)) is not None
+            and (info.mode in WORKER_MODES or info.status == "corrupt")
         }
         ids = list(infos)
         if target in ids or prefix in ids:

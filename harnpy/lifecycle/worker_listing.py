@@ -202,10 +202,15 @@ def _stored_rows(store: Any, include_all: bool, warn: Callable[[str], None]) -> 
     if lister is None:
         return []
     try:
-        infos = lister(None if include_all else ("suspended",))
+        infos = lister(None)
     except StoreError as e:
         warn(f"harnpy workers: cannot list the checkpoints of {store.display}: {e.message}")
         return []
+    for i in infos:
+        if i.status == "corrupt":  # skipped with a warning, as a corrupt record is
+            warn(f"harnpy workers: warning: checkpoint {i.worker_id}: {i.reason}")
+    if not include_all:
+        infos = [i for i in infos if i.status == "suspended"]
     return [
         ParkedWorker(
             worker_id=i.worker_id,

@@ -406,3 +406,28 @@ def test_an_ambiguous_prefix_of_stored_workers_is_one_error(tmp_path: Path, stor
     # it used to fall through to `cannot read snapshot <prefix>` (E404)
     assert p.returncode == 2 and f"`{common}` is the start of 2 worker ids" in p.stderr, p.stderr
     assert "E404" not in p.stderr and not _steps(b)
+
+
+def test_a_damaged_checkpoint_row_is_named_not_lost(tmp_path: Path) -> None:
+    # SQLite keeps what a hand edit puts in a column: a row whose version is not a number
+    # used to vanish from `workers ls` without a word, and its resume (by id or reference)
+    # said 'cannot read snapshot' (E404) or called it 'a program parked on a waitpoint'
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    ref = _park(tmp_path, url)
+    wid = ref.rpartition("#")[2]
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE checkpoints SET version = 'abc'")
+    env = _env(url, tmp_path / "STEPS")
+    ls = harnpy("workers", "ls", cwd=tmp_path, env=env)
+    assert ls.returncode == 0 and f"checkpoint {wid}: damaged row" in ls.stderr, ls.stderr
+    for target in (wid, wid[len("worker_") : len("worker_") + 10], ref):
+        p = harnpy("run", "--resume", target, cwd=tmp_path, env=env)
+        assert p.returncode == 1, p.stderr
+        assert f"the row of checkpoint {wid} is damaged" in p.stderr, (target, p.stderr)
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT version, status FROM checkpoints").fetchall() == [
+            ("abc", "suspended")
+        ]
