@@ -431,3 +431,19 @@ def test_a_damaged_checkpoint_row_is_named_not_lost(tmp_path: Path) -> None:
         assert c.execute("SELECT version, status FROM checkpoints").fetchall() == [
             ("abc", "suspended")
         ]
+
+
+def test_a_sqlite_url_naming_a_directory_is_refused_by_waits_as_by_checkpoints(
+    tmp_path: Path,
+) -> None:
+    # `sqlite:///DIR` names DIR itself: the checkpoints refuse it as a directory, and the
+    # waits' store used to read the resolved path again as a plain setting and make
+    # DIR/harnpy.sqlite3 (so `workers ls` created a database and listed nothing)
+    d = tmp_path / "data"
+    d.mkdir()
+    p = harnpy("workers", "ls", "--store", f"sqlite:///{d}", cwd=tmp_path)
+    assert p.returncode == 2 and "is a directory, not a database file" in p.stderr, p.stderr
+    assert list(d.iterdir()) == []
+    # a plain path naming a directory still means harnpy.sqlite3 inside it
+    p = harnpy("workers", "ls", "--store", str(d), cwd=tmp_path)
+    assert p.returncode == 0 and "no parked workers" in p.stdout, p.stderr

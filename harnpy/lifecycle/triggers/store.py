@@ -109,9 +109,17 @@ def open_store(location: str) -> SqlStore:
     """Open (creating and migrating if needed) the store at ``location`` (an SQLite path or
     a ``sqlite:`` / ``postgresql:`` URL).
 
+    A path is the database file itself, as :func:`resolve_store_path` resolved it: it is
+    not read again as a ``HARNPY_STORE`` setting, where a path naming a directory means
+    ``harnpy.sqlite3`` inside it (``--store sqlite:///DIR`` named DIR, which the worker
+    checkpoints refuse as a directory, while the waits went to ``DIR/harnpy.sqlite3``).
+
     Raises:
         StoreError: not a database / cannot be opened or reached (one line naming it).
     """
+    if is_sqlite_path(location) and not location.lower().startswith("sqlite:"):
+        path = os.path.abspath(location)
+        return _open_sql_store(StoreURL("sqlite", path, f"sqlite://{path}"))
     return _open_sql_store(location)
 
 
