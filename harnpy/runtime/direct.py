@@ -251,6 +251,9 @@ def _closure_self(code: CodeObject, caps: list[Any], module: Any, index: int) ->
 
 
 _HELPERS: dict[str, Any] = {
+    # translated code counts as evaluator code: a first Ctrl-C inside it is served at the
+    # next safe point (session._waiting_or_blocked), not raised mid-iteration
+    "__name__": "harnpy.runtime.direct",
     "ABORT": _ABORT,
     "DEPTH": _DEPTH,
     "ABORTF": _abort,

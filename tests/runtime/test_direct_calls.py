@@ -129,6 +129,23 @@ def test_eligible_functions_are_translated_and_run_directly() -> None:
         assert code.direct.__name__ == "direct", name
 
 
+def test_translated_code_counts_as_evaluator_code_for_ctrl_c() -> None:
+    # a first Ctrl-C in a direct function or loop is served at the next safe point: the
+    # session tells evaluator code from builtins by the frame's module name
+    from harnpy.runtime.session import _waiting_or_blocked
+
+    _, rt = run(PROGRAM)
+    fn = codes(rt)["fib"].direct
+    assert fn.__globals__["__name__"].startswith("harnpy.runtime.")
+
+    class _Frame:
+        f_globals = fn.__globals__
+        f_code = fn.__code__
+        f_back = None
+
+    assert _waiting_or_blocked(_Frame()) is False
+
+
 def test_functions_with_effects_or_suspension_points_stay_on_frames() -> None:
     src = """
 fn say(x) { println(x) }
