@@ -16,6 +16,7 @@ from harnpy.lifecycle.checkpoint_store import (
     _target_path,
     checkpoint_for,
     is_store_ref,
+    split_store_ref,
 )
 from harnpy.lifecycle.claims import _owner, commit_document
 from harnpy.lifecycle.services import services
@@ -552,6 +553,14 @@ def read_document(path: str) -> tuple[dict[str, Any], bytes]:
         structure(doc, WorkerSnapshotDoc)
     except ShapeError as e:
         raise SnapshotLoadError(f"malformed worker snapshot: {e}") from None
+    if is_store_ref(path):
+        # a row's body must be its own worker's: another worker's (sealed) body copied into
+        # this row would resume that worker's park a second time under this row's claim
+        key = split_store_ref(path)[1]
+        if doc.get("id") != key:
+            raise SnapshotLoadError(
+                f"the checkpoint row {key} holds the snapshot of worker {doc.get('id')!r}"
+            )
     tdoc = doc.get("harnpy_thread")
     if tdoc is not None:
         try:

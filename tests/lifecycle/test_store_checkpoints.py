@@ -447,3 +447,46 @@ def test_a_sqlite_url_naming_a_directory_is_refused_by_waits_as_by_checkpoints(
     # a plain path naming a directory still means harnpy.sqlite3 inside it
     p = harnpy("workers", "ls", "--store", str(d), cwd=tmp_path)
     assert p.returncode == 0 and "no parked workers" in p.stdout, p.stderr
+
+
+def test_a_row_holding_another_workers_body_is_refused_and_both_parks_are_kept(
+    tmp_path: Path,
+) -> None:
+    # the bodies are sealed, but a copy of worker A's sealed body into worker B's row would
+    # resume A's park a second time under B's claim: the row key must be the body's id
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    for d in ("one", "two"):
+        (tmp_path / d).mkdir()
+    ref_a = _park(tmp_path / "one", url)
+    ref_b = _park(tmp_path / "two", url)
+    a, b = ref_a.rpartition("#")[2], ref_b.rpartition("#")[2]
+    cols = "body, size, sha256, park_id"
+    with sqlite3.connect(db) as c:
+        row = c.execute(f"SELECT {cols} FROM checkpoints WHERE worker_id = ?", (a,)).fetchone()
+        c.execute(
+            "UPDATE checkpoints SET body = ?, size = ?, sha256 = ?, park_id = ? "
+            "WHERE worker_id = ?",
+            (*row, b),
+        )
+        # and A's transcript rows, so that the body's own checks all pass
+        c.execute("DELETE FROM transcript_rows WHERE worker_id = ?", (b,))
+        c.execute(
+            "INSERT INTO transcript_rows (worker_id, generation, stream, seq, body) "
+            "SELECT ?, generation, stream, seq, body FROM transcript_rows WHERE worker_id = ?",
+            (b, a),
+        )
+    env = _env(url, tmp_path / "STEPS")
+    p = harnpy("run", "--resume", ref_b, cwd=tmp_path, env=env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "HARN-SUS-004" in p.stderr and f"the checkpoint row {b} holds the snapshot of" in (
+        p.stderr
+    )
+    assert _steps(tmp_path) == []  # nothing of A's turn ran again
+    with sqlite3.connect(db) as c:
+        rows = dict(c.execute("SELECT worker_id, status FROM checkpoints").fetchall())
+    assert rows == {a: "suspended", b: "suspended"}
+    ok = harnpy("run", "--resume", ref_a, cwd=tmp_path, env=env)
+    assert ok.returncode == 0, ok.stderr
