@@ -13,8 +13,9 @@ what it may change is only the whitespace *between* tokens at the start and end 
 
 Lines that start inside a triple-quoted string or a block comment are kept byte for byte
 (their whitespace is content), and so is the end of a line that ends inside one. Comments
-are kept where they are (a comment line is indented like the code around it). The result
-parses to the same AST (spans aside), and formatting it again changes nothing.
+are kept where they are (a comment line is indented like the code around it). A file whose
+lines all end in CRLF keeps CRLF endings. The result parses to the same AST (spans aside),
+and formatting it again changes nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def format_source(source: str, path: str = "<input>") -> str:
         HarnSyntaxError: the file cannot be lexed (an unterminated string or comment, a
             character that starts no token); such a file is not formatted.
     """
+    if "\r\n" in source and source.count("\r\n") == source.count("\n"):
+        # a CRLF file stays CRLF, inside triple-quoted strings too (their bytes are kept)
+        return format_source(source.replace("\r\n", "\n"), path).replace("\n", "\r\n")
     lines = source.split("\n")
     info, brackets = _line_info(source, path, len(lines))
     out: list[str] = []

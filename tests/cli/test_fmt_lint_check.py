@@ -159,6 +159,20 @@ def test_fmt_formats_interpolated_strings_and_keeps_them(tmp_path: Path) -> None
     assert harnpy("fmt", "--check", str(f)).returncode == 0
 
 
+def test_a_crlf_file_stays_crlf_and_its_triple_quoted_text_unchanged(tmp_path: Path) -> None:
+    src = 'fn f() {\r\nlet s = """\r\n  a\r\n"""\r\nreturn s  \r\n}\r\nprintln(f())\r\n'
+    once = format_source(src, "c.harn")
+    assert once == (
+        'fn f() {\r\n  let s = """\r\n  a\r\n"""\r\n  return s\r\n}\r\nprintln(f())\r\n'
+    )
+    assert format_source(once, "c.harn") == once
+    f = tmp_path / "c.harn"
+    f.write_bytes(src.encode())
+    before = harnpy("run", str(f)).stdout
+    f.write_bytes(once.encode())
+    assert harnpy("run", str(f)).stdout == before
+
+
 def test_fmt_leaves_a_file_it_cannot_lex(tmp_path: Path) -> None:
     bad = tmp_path / "bad.harn"
     bad.write_text('let s = "open\n   println(1)\n', encoding="utf-8")
