@@ -181,8 +181,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_fmt(args: argparse.Namespace) -> int:
     """``harnpy fmt [--check] PATH...``: rewrite each file in its formatted layout
     (:func:`harnpy.syntax.fmt.format_source`), saying ``reformatted FILE``; with ``--check``
-    only say ``would reformat FILE`` and exit 1 when one would change. A file that cannot
-    be lexed is reported (exit 2) and left alone."""
+    only say ``would reformat FILE`` and exit 1 when one would change. A file that does not
+    parse is reported with its syntax error (exit 2) and left alone."""
     from harnpy.syntax import HarnSyntaxError
     from harnpy.syntax.fmt import format_source
 

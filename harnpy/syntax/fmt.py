@@ -53,9 +53,14 @@ def format_source(source: str, path: str = "<input>") -> str:
     """The formatted text of ``source`` (module docstring).
 
     Raises:
-        HarnSyntaxError: the file cannot be lexed (an unterminated string or comment, a
-            character that starts no token); such a file is not formatted.
+        HarnSyntaxError: the file does not parse (the syntax errors ``harnpy check``
+            reports); such a file is not formatted.
     """
+    from harnpy.syntax.parser import parse
+
+    # a file that does not parse is not formatted: its brackets may not say where its
+    # blocks are, and a layout guessed from them would move code the author placed
+    parse(source, path)
     if "\r\n" in source and source.count("\r\n") == source.count("\n"):
         # a CRLF file stays CRLF, inside triple-quoted strings too (their bytes are kept)
         return format_source(source.replace("\r\n", "\n"), path).replace("\n", "\r\n")

@@ -173,6 +173,17 @@ def test_a_crlf_file_stays_crlf_and_its_triple_quoted_text_unchanged(tmp_path: P
     assert harnpy("run", str(f)).stdout == before
 
 
+def test_fmt_refuses_a_file_that_does_not_parse_and_leaves_it_alone(tmp_path: Path) -> None:
+    # it lexes, but `)` has no opener: a layout from its brackets moved `log(y)` out of the
+    # block (and the command said `reformatted`, exit 0)
+    f = tmp_path / "bad.harn"
+    src = "pipeline default() {\n  let y = 42\n  let z = )\n  log(y)\n}\n"
+    f.write_text(src)
+    p = harnpy("fmt", str(f))
+    assert p.returncode == 2 and "error[E1" in p.stderr and "reformatted" not in p.stdout
+    assert f.read_text() == src
+
+
 def test_fmt_leaves_a_file_it_cannot_lex(tmp_path: Path) -> None:
     bad = tmp_path / "bad.harn"
     bad.write_text('let s = "open\n   println(1)\n', encoding="utf-8")
