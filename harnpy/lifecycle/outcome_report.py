@@ -40,6 +40,11 @@ _SELF_EXPLAINING = frozenset({"config", "auth", "disabled", "mock_unmatched"})
 
 #: Provider error categories of a busy or failing service, and what to do then.
 _TRANSIENT_HINT = "the provider is busy or failing: try again later or raise llm_retries"
+#: A model call refused by the call's own budget (max_cost_usd, max_input_tokens, ...).
+_BUDGET_HINT = (
+    "raise the budget (max_cost_usd, max_input_tokens, budget.total_budget_usd), lower "
+    "max_tokens or pick a cheaper model"
+)
 _TRANSIENT = frozenset({"rate_limit", "overloaded", "timeout", "transient_network", "server_error"})
 
 
@@ -69,6 +74,8 @@ def report_root_outcome(thread: Any, st: dict[str, Any], result: dict[str, Any])
         hint = ""
     elif status == "provider_error" and category in _TRANSIENT:
         hint = _TRANSIENT_HINT
+    elif status == "provider_error" and category == "budget_exceeded":
+        hint = _BUDGET_HINT
     if status == "budget_exhausted" and type(st.get("budget_error")) is dict:
         hint = "raise budget.total_budget_usd, lower max_tokens or pick a cheaper model"
     message = f"agent_loop{at} ended with {status}" + (f": {detail}" if detail else "")

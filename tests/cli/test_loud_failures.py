@@ -111,6 +111,22 @@ let r = agent_loop("go", nil, {provider: "mock", tools: [ping], max_iterations: 
     assert r.returncode == 1
 
 
+def test_a_call_over_its_cost_budget_says_to_raise_the_budget(tmp_path: Path) -> None:
+    # the model call is refused by the loop's own budget: the advice is about the budget,
+    # not about provider settings (before: "check the provider settings ... API key")
+    source = """
+llm_mock({text: "a long answer", input_tokens: 100000, output_tokens: 100000})
+llm_mock({text: "more"})
+let r = agent_loop("go", nil, {provider: "openai", model: "gpt-4o",
+  budget: {max_cost_usd: 0.0001}, max_iterations: 3})
+"""
+    r = _run(tmp_path, source, env={"HARN_LLM_CALLS_DISABLED": "1"})
+    (line,) = _loop_lines(r.stderr)
+    assert "ended with provider_error: budget exceeded" in line
+    assert "raise the budget (max_cost_usd" in line and "API key" not in line
+    assert r.returncode == 1
+
+
 def test_a_refused_tool_call_is_reported(tmp_path: Path) -> None:
     source = """
 tool add(a: int, b: int) -> int {
