@@ -71,9 +71,11 @@ def to_micros(thread: Any, ts: Any) -> int:
     raise fail(f"expected a timestamp (seconds), got {type(ts).__name__}")
 
 
-def resolve_zone(name: Any) -> tzinfo:
+def resolve_zone(name: Any, where: str = "") -> tzinfo:
     """A tzinfo for ``name``: nil/``UTC``/``Z`` -> UTC, ``local`` -> the host zone,
-    ``+05:30``-style offsets, else an IANA zone. Throws ``unknown time zone '<name>'``."""
+    ``+05:30``-style offsets, else an IANA zone. Throws ``<where>: unknown time zone
+    '<name>'`` (``where``: the builtin asking, named in the message when given)."""
+    at = f"{where}: " if where else ""
     if name is None:
         return UTC
     s = text(name).strip()
@@ -86,12 +88,12 @@ def resolve_zone(name: Any) -> tzinfo:
     if m:
         delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
         if delta >= timedelta(hours=24) or int(m.group(3) or 0) >= 60:
-            raise fail(f"unknown time zone '{s}' (a UTC offset must be under 24:00)")
+            raise fail(f"{at}unknown time zone '{s}' (a UTC offset must be under 24:00)")
         return timezone(-delta if m.group(1) == "-" else delta)
     try:
         return ZoneInfo(s)
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise fail(f"unknown time zone '{s}'") from None
+        raise fail(f"{at}unknown time zone '{s}'") from None
 
 
 def to_datetime(total_us: int, tz: tzinfo) -> datetime:
@@ -411,7 +413,7 @@ def date_now(thread: Any, tz: Any = None) -> dict[str, Any]:
     """``date_now(tz?)``: dict ``{year, month, day, hour, minute, second, millisecond,
     weekday (0 = Sunday), day_of_year, timestamp (float), iso8601}`` for now (UTC default)."""
     total_us = round(_clock(thread).now_s() * 1_000_000)
-    dt = to_datetime(total_us, resolve_zone(tz))
+    dt = to_datetime(total_us, resolve_zone(tz, "date_now"))
     d = _components(dt, total_us)
     d["timestamp"] = total_us / 1_000_000
     d["iso8601"] = rfc3339(dt)
@@ -438,7 +440,7 @@ def date_format(thread: Any, ts: Any = None, fmt: Any = None, tz: Any = None) ->
     """``date_format(ts, fmt?, tz?)``: chrono-style strftime (default
     ``%Y-%m-%d %H:%M:%S``) of timestamp ``ts`` in zone ``tz`` (default UTC)."""
     total_us = to_micros(thread, ts)
-    dt = to_datetime(total_us, resolve_zone(tz))
+    dt = to_datetime(total_us, resolve_zone(tz, "date_format"))
     return strftime(dt, total_us, "%Y-%m-%d %H:%M:%S" if fmt is None else text(fmt))
 
 
@@ -447,7 +449,7 @@ def date_to_zone(thread: Any, ts: Any = None, tz: Any = None) -> str:
     """``date_to_zone(ts, tz)``: RFC 3339 text of ``ts`` in zone ``tz``
     (``2026-04-25T10:32:09-07:00``)."""
     total_us = to_micros(thread, ts)
-    return rfc3339(to_datetime(total_us, resolve_zone(tz)))
+    return rfc3339(to_datetime(total_us, resolve_zone(tz, "date_to_zone")))
 
 
 @builtin()
@@ -455,7 +457,7 @@ def date_in_zone(thread: Any, ts: Any = None, tz: Any = None) -> dict[str, Any]:
     """``date_in_zone(ts, tz)``: calendar fields of ``ts`` in ``tz`` plus
     ``offset_seconds``, ``zone`` (the zone name) and ``iso8601``."""
     total_us = to_micros(thread, ts)
-    zone = resolve_zone(tz)
+    zone = resolve_zone(tz, "date_in_zone")
     dt = to_datetime(total_us, zone)
     d = _components(dt, total_us)
     off = dt.utcoffset() or timedelta(0)
@@ -493,7 +495,7 @@ def date_from_components(thread: Any, parts: Any = None, tz: Any = None) -> int 
     _check_range("hour", h, 0, 23)
     _check_range("minute", mi, 0, 59)
     _check_range("second", s, 0, 59)
-    zone = resolve_zone(tz)
+    zone = resolve_zone(tz, "date_from_components")
     local = datetime(y, mo, d, h, mi, s, ms * 1000, tzinfo=zone)
     total_us = (local - _EPOCH) // timedelta(microseconds=1)
     return seconds_value(total_us)
@@ -517,13 +519,13 @@ def date_diff(thread: Any, a: Any = None, b: Any = None) -> Duration:
 @builtin()
 def weekday_name(thread: Any, ts: Any = None, tz: Any = None) -> str:
     """``weekday_name(ts, tz?)``: English weekday name (``Saturday``)."""
-    return _WEEKDAYS[to_datetime(to_micros(thread, ts), resolve_zone(tz)).weekday()]
+    return _WEEKDAYS[to_datetime(to_micros(thread, ts), resolve_zone(tz, "weekday_name")).weekday()]
 
 
 @builtin()
 def month_name(thread: Any, ts: Any = None, tz: Any = None) -> str:
     """``month_name(ts, tz?)``: English month name (``April``)."""
-    return _MONTHS[to_datetime(to_micros(thread, ts), resolve_zone(tz)).month - 1]
+    return _MONTHS[to_datetime(to_micros(thread, ts), resolve_zone(tz, "month_name")).month - 1]
 
 
 # ------------------------------------------------------------------ builtins: durations

@@ -26,8 +26,9 @@ def _run(code: str) -> str:
         ("sleep_ms(1000000000000000000)", "sleep_ms"),  # F12: OverflowError before
         ("sleep(1000000000000000000)", "sleep"),
         ("sleep_ms(1.0 / 0.0)", "sleep_ms"),
-        ('date_to_zone(0, "+99:00")', "+99:00"),  # F18: ValueError before
-        ('date_to_zone(0, "-24:00")', "-24:00"),
+        ('date_to_zone(0, "+99:00")', "date_to_zone: unknown time zone '+99:00'"),  # F18
+        ('date_to_zone(0, "-24:00")', "date_to_zone: unknown time zone '-24:00'"),
+        ('date_format(0, "%Y", "Mars/Base")', "date_format: unknown time zone 'Mars/Base'"),
     ],
 )
 def test_bad_argument_is_a_catchable_error_naming_it(call: str, names: str) -> None:
