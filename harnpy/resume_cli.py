@@ -452,6 +452,12 @@ def _configured_store(option: str | None) -> Any:
     return open_store(url)
 
 
+def _naming(message: str, target: str) -> str:
+    """``message`` naming the snapshot ``target`` (the messages of the snapshot layer often
+    do already): the one prefix style of harnpy's own errors, ``harnpy COMMAND: error``."""
+    return message if target in message else f"snapshot `{target}`: {message}"
+
+
 def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
     """``run --resume <program snapshot>`` (module docstring); returns the exit code."""
     from harnpy.cli import (
@@ -485,17 +491,17 @@ def resume_program_main(args: Any, path: str, events: JsonEvents | None) -> int:
             path, rt, store=lambda: _configured_store(getattr(args, "store", None))
         )
     except SnapshotError as e:
-        write_err(f"{args.resume}: error[{e.code}]: {e.message}\n")
+        write_err(f"harnpy run --resume: error[{e.code}]: {_naming(e.message, args.resume)}\n")
         return failed(EXIT_USAGE, e.code, e.message)
     except DiagnosticError as e:
         write_err(e.render() + "\n")
         return failed(EXIT_USAGE, "E200", e.render())
     except HarnError as e:
-        write_err(f"{args.resume}: error[{e.code}]: {e.message}\n")
+        write_err(f"harnpy run --resume: error[{e.code}]: {_naming(e.message, args.resume)}\n")
         return failed(EXIT_USAGE, e.code, e.message)
     except RecursionError:  # nothing was claimed or changed: the snapshot is left as it was
         message = "the snapshot is nested too deeply to restore (Python recursion limit reached)"
-        write_err(f"{args.resume}: error[E109]: {message}\n")
+        write_err(f"harnpy run --resume: error[E109]: {_naming(message, args.resume)}\n")
         return failed(EXIT_USAGE, "E109", message)
     try:
         # through the scheduler: the restored program may block (model calls, timers, tasks)

@@ -91,6 +91,10 @@ def test_resume_of_a_damaged_snapshot_is_a_clear_error(tmp_path: Path) -> None:
     assert "error[E404]" in res.stderr and "is not sealed" in res.stderr
     assert "Traceback" not in res.stderr
     assert bad.read_text() == '{"_type": "harnpy_snapshot", "heap": ['
+    # harnpy's own errors have one prefix style, `harnpy COMMAND: error[...]` (before: the
+    # program path wrote `bad.json: error[E404]`, like a diagnostic at a source location)
+    assert res.stderr.startswith("harnpy run --resume: error[E404]: "), res.stderr
+    assert str(bad) in res.stderr
 
 
 def test_snapshot_of_a_host_object_names_the_variable(tmp_path: Path) -> None:
