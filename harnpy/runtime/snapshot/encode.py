@@ -663,7 +663,9 @@ def _encode_document(
     for name, value in (externals or {}).items():
         # the value's own contents are written here; references to it elsewhere are $ext
         ext_out[name] = enc.enc_obj(value, name) if _is_container(value) else enc.enc(value, name)
-    top = enc.enc(thread.frame, "") if thread.frame is not None else None
+    # module globals before the frames: a value that is not data and is held by a global
+    # (`let d = {client: ...}` at top level) as well as by a temporary slot of the module's
+    # frame is then reported by the global's name, not by `$tmpN`
     globals_out = {}
     written: set[int] = set()
     for key, m in mods:
@@ -674,6 +676,7 @@ def _encode_document(
             {k: v for k, v in m.globals.items() if not _is_import_of(m, k, v, rt)},
             f"{_short(key)}",
         )
+    top = enc.enc(thread.frame, "") if thread.frame is not None else None
     impls = {
         t: {n: enc.enc(fn, f"impl {t}.{n}") for n, fn in table.items()}
         for t, table in rt.impls.items()
