@@ -55,7 +55,12 @@ def _set(key: str, value: object) -> Any:
 
 
 def _bad_parent_ref(doc: dict[str, Any]) -> None:
-    doc["harnpy_thread"]["heap"][0]["parent"] = {"$ref": True}
+    # the first frame record of the heap (module globals are encoded first, so the heap
+    # may start with their closures)
+    frame = next(
+        r for r in doc["harnpy_thread"]["heap"] if type(r) is dict and r.get("$t") == "frame"
+    )
+    frame["parent"] = {"$ref": True}
 
 
 DAMAGED = [
