@@ -153,15 +153,10 @@ def _by_prefix(prefix: str) -> str | None:
         for name in names:
             if name.endswith(".json") and not name.startswith("."):
                 files.setdefault(name[: -len(".json")], os.path.join(d, name))
-    hits = resolve_worker(prefix, files)
-    if len(hits) > 1:
-        # `workers ls` shortens ids among the parked workers it lists: a prefix it showed
-        # names the one parked worker, even when finished workers share it
-        from harnpy.lifecycle.triggers._util import snapshot_status
+    from harnpy.lifecycle.triggers._util import snapshot_status
 
-        parked = [h for h in hits if snapshot_status(files[h]) == "suspended"]
-        if len(parked) == 1:
-            return files[parked[0]]
+    hits = resolve_worker(prefix, files, lambda h: snapshot_status(files[h]) == "suspended")
+    if len(hits) > 1:
         _ambiguous(prefix, hits)
     return files[hits[0]] if hits else None
 

@@ -297,26 +297,18 @@ def stored_worker_ref(
     if url is None or not target or "/" in target or "#" in target:
         return None
     from harnpy.lifecycle.waitpoints.stores import shared_store
+    from harnpy.lifecycle.worker_listing import resolve_worker
 
     store = shared_store(url)
+    infos = {}
     for prefix in (target, f"worker_{target}"):
-        infos = {
-            i: info
-            for i in store.find_checkpoints(prefix)
-            if (info := store.checkpoint_info(i)) is not None
-            and (info.mode in WORKER_MODES or info.status == "corrupt")
-        }
-        ids = list(infos)
-        if target in ids or prefix in ids:
-            return store.checkpoint_ref(prefix if prefix in ids else target)
-        if len(ids) == 1:
-            return store.checkpoint_ref(ids[0])
-        # `workers ls` shortens ids among parked workers: the one parked match is meant
-        parked = [i for i in ids if infos[i].status == "suspended"]
-        if len(parked) == 1:
-            return store.checkpoint_ref(parked[0])
-        if ids:
-            if several is not None:
-                several[:] = sorted(ids)
-            return None
+        for i in store.find_checkpoints(prefix):
+            info = store.checkpoint_info(i)
+            if info is not None and (info.mode in WORKER_MODES or info.status == "corrupt"):
+                infos[i] = info
+    hits = resolve_worker(target, infos, lambda i: infos[i].status == "suspended")
+    if len(hits) == 1:
+        return store.checkpoint_ref(hits[0])
+    if hits and several is not None:
+        several[:] = hits
     return None

@@ -307,13 +307,24 @@ def _shorten(rows: list[ParkedWorker], floor: int = 8) -> None:
         r.short_id = core[:n]
 
 
-def resolve_worker(key: str, candidates: Iterable[str]) -> list[str]:
-    """The worker ids among ``candidates`` that ``key`` names: the id itself, or every id
-    that starts with ``key`` (with or without its ``worker_`` prefix)."""
+def resolve_worker(
+    key: str, candidates: Iterable[str], parked: Callable[[str], bool] | None = None
+) -> list[str]:
+    """The worker ids among ``candidates`` that ``key`` names: the id itself (with or
+    without its ``worker_`` prefix), or every id that starts with ``key``. When several
+    match and ``parked`` (id -> whether that worker is parked) picks out exactly one of
+    them, that one: ``workers ls`` shortens ids among the parked workers it lists, so a
+    prefix it showed names the parked worker even when finished workers share it."""
     ids = sorted(set(candidates))
-    if key in ids:
-        return [key]
-    return [i for i in ids if i.startswith(key) or _core(i).startswith(key)]
+    for exact in (key, f"worker_{key}"):
+        if exact in ids:
+            return [exact]
+    hits = [i for i in ids if i.startswith(key) or _core(i).startswith(key)]
+    if len(hits) > 1 and parked is not None:
+        only = [i for i in hits if parked(i)]
+        if len(only) == 1:
+            return only
+    return hits
 
 
 def _cut(text: str, width: int) -> str:
