@@ -7,10 +7,7 @@ from __future__ import annotations
 import io
 import os
 import stat
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,34 +15,16 @@ from harnpy.repl import ReplCore
 from harnpy.repl.history import HistoryFile
 from harnpy.runtime.session import Session
 from harnpy.security import FileTooLarge, NotRegularFile
+from tests.blocking import within
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-
-
-def _within(seconds: float, fn: Callable[[], Any]) -> Any:
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed back to the test
-            box["error"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        pytest.fail(f"still blocked after {seconds} s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def test_session_load_file_refuses_a_fifo_and_a_huge_file(tmp_path: Path) -> None:
     s = Session(stdout=lambda _t: None, stderr=lambda _t: None, handle_sigint=False)
     os.mkfifo(tmp_path / "pipe.harn")
     with pytest.raises(NotRegularFile, match="is a FIFO"):
-        _within(5, lambda: s.load_file(str(tmp_path / "pipe.harn")))
+        within(5, lambda: s.load_file(str(tmp_path / "pipe.harn")))
     big = tmp_path / "big.harn"
     with open(big, "wb") as fh:  # sparse: 17 MiB of nothing, over the 16 MiB source limit
         fh.truncate(17 * 1024 * 1024)
@@ -68,7 +47,7 @@ def test_edit_refuses_a_saved_fifo_instead_of_blocking(
     c = ReplCore(out.write, err.write)
     c.session = Session(stdout=c.program_out, stderr=c.program_err, handle_sigint=False)
     c.last_entry = "1 + 1"
-    ok = _within(10, lambda: c.cmd_edit(""))
+    ok = within(10, lambda: c.cmd_edit(""))
     assert ok is False
     assert ":edit: cannot read what was saved" in err.getvalue(), err.getvalue()
     assert "FIFO" in err.getvalue()
@@ -79,7 +58,7 @@ def test_a_history_file_that_is_a_fifo_warns_instead_of_blocking(tmp_path: Path)
     os.mkfifo(tmp_path / "hist")
     warnings: list[str] = []
     h = HistoryFile(str(tmp_path / "hist"), warnings.append)
-    assert _within(5, h.load) == []
+    assert within(5, h.load) == []
     assert warnings and "FIFO" in warnings[0], warnings
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -16,28 +15,9 @@ from typing import Any
 import pytest
 
 from harnpy.security import NotRegularFile, file_digest, read_part
+from tests.blocking import within
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-
-
-def _within(seconds: float, fn: Callable[[], Any]) -> Any:
-    """``fn()``, failing the test (not hanging it) when it takes longer than ``seconds``."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed back to the test
-            box["error"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        pytest.fail(f"still blocked after {seconds} s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def _fifo(tmp_path: Path, name: str = "pipe") -> str:
@@ -66,7 +46,7 @@ def test_read_part_reads_a_head_or_a_tail_and_refuses_a_fifo(tmp_path: Path) -> 
     assert read_part(str(f), 4, last=True) == b"6789"
     assert read_part(str(f), 40, start=7, last=True) == b"789"
     with pytest.raises(NotRegularFile, match="FIFO"):
-        _within(5, lambda: read_part(_fifo(tmp_path), 4))
+        within(5, lambda: read_part(_fifo(tmp_path), 4))
 
 
 def test_file_digest_streams_and_refuses_a_fifo(tmp_path: Path) -> None:
@@ -74,7 +54,7 @@ def test_file_digest_streams_and_refuses_a_fifo(tmp_path: Path) -> None:
     f.write_bytes(b"x" * 3_000_000)
     assert file_digest(str(f)) == hashlib.sha256(b"x" * 3_000_000).hexdigest()
     with pytest.raises(NotRegularFile):
-        _within(5, lambda: file_digest(_fifo(tmp_path)))
+        within(5, lambda: file_digest(_fifo(tmp_path)))
 
 
 # ------------------------------------------------------------------ the callers
@@ -83,7 +63,7 @@ def test_file_digest_streams_and_refuses_a_fifo(tmp_path: Path) -> None:
 def test_trigger_snapshot_hash_of_a_fifo_is_none_not_a_hang(tmp_path: Path) -> None:
     from harnpy.lifecycle.triggers._util import file_sha256
 
-    assert _within(5, lambda: file_sha256(_fifo(tmp_path))) is None
+    assert within(5, lambda: file_sha256(_fifo(tmp_path))) is None
     f = tmp_path / "s.json"
     f.write_bytes(b"{}")
     assert file_sha256(str(f)) == hashlib.sha256(b"{}").hexdigest()
@@ -112,7 +92,7 @@ def test_runner_log_tail_reads_only_the_tail(tmp_path: Path) -> None:
     assert peak < 4, f"reading the log's tail used {peak:.1f} MiB"
     log.write_bytes(b"old run\nnew run\n")
     assert log_tail(str(log), len(b"old run\n")) == "new run\n"
-    assert _within(5, lambda: log_tail(_fifo(tmp_path), 0)) == ""
+    assert within(5, lambda: log_tail(_fifo(tmp_path), 0)) == ""
 
 
 def test_api_key_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
@@ -120,7 +100,7 @@ def test_api_key_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
 
     fifo = _fifo(tmp_path, "keys.toml")
     with pytest.raises(AuthError, match="cannot read the API key file .*FIFO"):
-        _within(5, lambda: KeyRing.load(fifo))
+        within(5, lambda: KeyRing.load(fifo))
 
 
 def test_api_key_file_over_its_cap_is_refused(tmp_path: Path) -> None:
@@ -138,4 +118,4 @@ def test_sources_pruner_refuses_a_fifo_named_like_a_snapshot(tmp_path: Path) -> 
 
     fifo = _fifo(tmp_path, "w.json")
     with pytest.raises(PruneRefused, match="FIFO"):
-        _within(5, lambda: _needed_hashes(fifo))
+        within(5, lambda: _needed_hashes(fifo))

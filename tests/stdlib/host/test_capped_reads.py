@@ -8,8 +8,6 @@ from __future__ import annotations
 import io
 import os
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 
 from harnpy.runtime.errors import HarnThrow
 from harnpy.security import DEFAULT_READ_LIMIT, read_limit
+from tests.blocking import within
 from tests.conftest import harnpy
 
 LIMIT = 50
@@ -25,27 +24,6 @@ LIMIT = 50
 @pytest.fixture(autouse=True)
 def _small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNPY_MAX_READ_BYTES", str(LIMIT))
-
-
-def _within(seconds: float, fn: Callable[[], Any]) -> Any:
-    """``fn()``, failing the test (not hanging it) when it takes longer than ``seconds``."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed back to the test
-            box["error"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        # unblock an open() waiting for a FIFO writer so the thread can end
-        pytest.fail(f"still blocked after {seconds} s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def _fifo(tmp_path: Path) -> str:
@@ -109,7 +87,7 @@ def test_a_fifo_is_refused_instead_of_waiting_for_a_writer(
         except HarnThrow as e:
             return e.value
 
-    got = _within(5, call)
+    got = within(5, call)
     text = got.fields[0] if hasattr(got, "fields") else got
     assert "read_file" in text and "FIFO" in text and "not a regular file" in text, got
 
@@ -117,7 +95,7 @@ def test_a_fifo_is_refused_instead_of_waiting_for_a_writer(
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
 def test_a_device_is_refused(thread: Any) -> None:
     with pytest.raises(HarnThrow, match="read_file: /dev/zero is a device"):
-        _within(5, lambda: thread.call("read_file", "/dev/zero"))
+        within(5, lambda: thread.call("read_file", "/dev/zero"))
 
 
 def test_render_refuses_a_big_template_and_a_fifo(thread: Any, tmp_path: Path) -> None:
@@ -126,7 +104,7 @@ def test_render_refuses_a_big_template_and_a_fifo(thread: Any, tmp_path: Path) -
         thread.call("render", "big.txt", {"x": 1})
     _fifo(tmp_path)
     with pytest.raises(HarnThrow, match="render: .*FIFO"):
-        _within(5, lambda: thread.call("render", "pipe", {}))
+        within(5, lambda: thread.call("render", "pipe", {}))
 
 
 def test_render_refuses_a_big_included_file(thread: Any, tmp_path: Path) -> None:
@@ -144,7 +122,7 @@ def test_summarize_prompt_file_is_capped(thread: Any, tmp_path: Path) -> None:
         _prompt_template(thread, "prompt.txt")
     _fifo(tmp_path)
     with pytest.raises(HarnThrow, match="summarize_prompt.*FIFO"):
-        _within(5, lambda: _prompt_template(thread, "pipe"))
+        within(5, lambda: _prompt_template(thread, "pipe"))
     (tmp_path / "ok.txt").write_text("Summarise.")
     assert _prompt_template(thread, "ok.txt") == "Summarise."
 
