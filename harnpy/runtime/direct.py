@@ -41,13 +41,7 @@ from typing import Any
 
 from harnpy.runtime import ops
 from harnpy.runtime.code import UNBOUND, CodeObject
-from harnpy.runtime.direct_run import (  # noqa: F401 - re-exported
-    DIRECT_DEPTH,
-    NO,
-    DepthAbort,
-    DirectAbort,
-    run_direct,
-)
+from harnpy.runtime.direct_run import DIRECT_DEPTH, DepthAbort, DirectAbort  # noqa: F401 - DIRECT_DEPTH for readers of this module
 from harnpy.runtime.display import display
 from harnpy.runtime.values import Closure, HSet, RangeValue
 from harnpy.syntax import ast as A

@@ -18,13 +18,6 @@ from harnpy.runtime.direct import (
     NotDirect,
     _Translator,
 )
-from harnpy.runtime.direct_run import (  # noqa: F401 - re-exported
-    DIRECT_DEPTH,
-    NO,
-    DepthAbort,
-    DirectAbort,
-    run_direct,
-)
 from harnpy.syntax import ast as A
 
 #: After this many aborted iterations a direct loop leaves its loop to the frame path.
