@@ -533,7 +533,7 @@ def _fire(args: argparse.Namespace, store: Any) -> int:
     if not woken:
         sys.stderr.write(
             f"harnpy workers: no parked worker waits on a {args.provider}:{args.kind} trigger "
-            f"in {getattr(store, 'display', 'the store')}\n"
+            f"in {store.display}\n"
         )
         return 1
     for wid in woken:
