@@ -114,14 +114,6 @@ def syntax_fingerprint() -> str:
     return _fingerprint
 
 
-def _entry(path: str) -> Path | None:
-    dirs = cache_dirs()
-    if not dirs:
-        return None
-    name = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return dirs[0] / "ast" / f"{name}.json"
-
-
 def _key(source: str, path: str) -> str:
     h = hashlib.sha256(syntax_fingerprint().encode())
     h.update(path.encode("utf-8", "surrogatepass") + b"\0")
@@ -190,7 +182,7 @@ def load_module(source: str, path: str) -> ast.Module | None:
 
     Never raises: an unreadable, stale or malformed entry is a miss.
     """
-    entry = _entry(path)
+    entry = entry_path("ast", path)
     if entry is None:
         return None
     try:
@@ -207,7 +199,7 @@ def load_module(source: str, path: str) -> ast.Module | None:
 def store_module(source: str, path: str, module: ast.Module) -> None:
     """Cache ``module`` as the parse of ``source`` (file ``path``); best effort, never
     raises (a read-only or full disk just means no cache)."""
-    entry = _entry(path)
+    entry = entry_path("ast", path)
     if entry is None:
         return
     try:
