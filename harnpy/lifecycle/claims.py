@@ -28,6 +28,7 @@ from harnpy.lifecycle.checkpoint_store import (
     is_store_ref,
 )
 from harnpy.lifecycle.triggers.conditions import sus_error
+from harnpy.lifecycle.waitpoints.state import checkpoint_lease_ms
 from harnpy.lifecycle.workers import (
     WorkerRecord,
     stop_thread,
@@ -275,7 +276,7 @@ def claim(path: str, worker_id: str, park_id: str | None = None) -> CheckpointCl
     try:
         store, key = checkpoint_for(path)
         return store.claim_checkpoint(
-            key, _holder(), park_id=park_id, lease_ms=lease_ms(), owner=_owner()
+            key, _holder(), park_id=park_id, lease_ms=checkpoint_lease_ms(), owner=_owner()
         )
     except ClaimRefused as e:
         if e.reason == "missing":
@@ -301,22 +302,7 @@ def hold_claim(rec: WorkerRecord, path: str, c: CheckpointClaim | None) -> None:
         from harnpy.lifecycle.waitpoints.state import LeaseKeeper
 
         store, key = checkpoint_for(path, rec.runtime)
-        rec.ck_keeper = LeaseKeeper(store, key, c.fence, lease_ms())  # type: ignore[arg-type,attr-defined]
-
-
-#: The lease of a claim on a store checkpoint (ms); renewed every third of it while the
-#: resume runs, so a resumer that dies gives the park back within this long
-#: (``HARNPY_CHECKPOINT_LEASE_MS`` overrides it, at least 300).
-LEASE_MS = 60_000
-
-
-def lease_ms() -> int:
-    """The lease of this process's claims on store checkpoints (ms, :data:`LEASE_MS`)."""
-    raw = os.environ.get("HARNPY_CHECKPOINT_LEASE_MS", "")
-    try:
-        return max(300, int(raw)) if raw.strip() else LEASE_MS
-    except ValueError:
-        return LEASE_MS
+        rec.ck_keeper = LeaseKeeper(store, key, c.fence, checkpoint_lease_ms())  # type: ignore[arg-type,attr-defined]
 
 
 def _stop_keeper(rec: WorkerRecord) -> None:

@@ -418,3 +418,53 @@ def test_a_wait_timeout_is_read_on_the_store_clock(tmp_path: Path, store_url: st
     r = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["WaitpointTimeoutError timeout"]
+
+
+SLOW_AFTER_WAKE = """
+import "std/waitpoint"
+
+pipeline main() {
+  wait(create({id: "go"}))
+  sleep(2000)
+  println("finished")
+}
+"""
+
+
+def test_harnpy_worker_claims_parked_programs_with_its_lease(
+    tmp_path: Path, store_url: str
+) -> None:
+    # `--lease-ms` is the lease of the program claims a replica holds too, so a killed
+    # replica's program is taken over after it, not after the 60 s default
+    import threading
+
+    (tmp_path / "p.harn").write_text(SLOW_AFTER_WAKE, encoding="utf-8")
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    st = _store(store_url)
+    try:
+        (worker_id,) = [i.worker_id for i in st.list_checkpoints(("suspended",))]
+        assert st.complete_waitpoint("go", 1)
+        leases: list[int] = []
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.is_set():
+                info = st.checkpoint_info(worker_id)
+                if info is not None and info.status == "running" and info.claim_expires_at_ms:
+                    leases.append(info.claim_expires_at_ms - st.now_ms())
+                time.sleep(0.05)
+
+        t = threading.Thread(target=watch)
+        t.start()
+        try:
+            w = run("worker", "--once", "--lease-ms", "900", cwd=tmp_path, store=store_url)
+        finally:
+            stop.set()
+            t.join()
+        assert w.returncode == 0 and w.stdout == "finished\n", w.stderr
+        assert leases, "the claim was never seen"
+        # renewed every third of 900 ms while the program ran: never further out than that
+        assert max(leases) <= 900 + 200, leases
+        assert st.checkpoint_info(worker_id).status == "completed"  # type: ignore[union-attr]
+    finally:
+        st.close()

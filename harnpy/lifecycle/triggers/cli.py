@@ -48,7 +48,12 @@ def add_subparsers(sub: Any) -> None:
     )
     w.add_argument("--once", action="store_true", help="one pass, then exit")
     w.add_argument("--poll-ms", type=int, default=1000, help="poll interval (ms)")
-    w.add_argument("--lease-ms", type=int, default=60_000, help="claim lease (ms)")
+    w.add_argument(
+        "--lease-ms",
+        type=int,
+        default=60_000,
+        help="claim lease (ms) of the waits and parked programs it resumes",
+    )
     w.add_argument("--resume-cmd", metavar="CMD", help="command resuming a snapshot")
     w.add_argument("--runner-id", metavar="ID", help="name recorded in claims")
     upgrade_help = (

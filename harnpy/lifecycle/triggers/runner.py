@@ -329,13 +329,14 @@ class WorkerRunner:
     def _resume_programs(self) -> list[dict[str, Any]]:
         """Resume, here and one after another, the programs parked on durable waitpoints
         whose wait is over (:func:`harnpy.lifecycle.waitpoints.durable.resume_ready`: the
-        same exactly-once claim as every resumer); one result dict each."""
+        same exactly-once claim as every resumer, under this replica's lease); one result
+        dict each."""
         from harnpy.lifecycle.waitpoints.durable import resume_ready
 
         out: list[dict[str, Any]] = []
         if not hasattr(self.store, "list_checkpoints"):  # a store without checkpoints
             return out
-        for r in resume_ready(self.store):
+        for r in resume_ready(self.store, lease_ms=self.lease_ms):
             self.log(
                 f"program {r.worker_id}: {r.status}" + (f" ({r.message})" if r.message else "")
             )

@@ -40,11 +40,10 @@ from typing import Any
 
 from harnpy.lifecycle.waitpoints.builtins import readiness, store_record
 from harnpy.lifecycle.waitpoints.model import iso_ms, timeout_error
-from harnpy.lifecycle.waitpoints.state import LeaseKeeper, state_of
+from harnpy.lifecycle.waitpoints.state import LeaseKeeper, checkpoint_lease_ms, state_of
 from harnpy.runtime.errors import HarnError, HarnThrow, SnapshotExit, plain_error, runtime_error
 
 __all__ = [
-    "LEASE_MS",
     "CannotPark",
     "MODE",
     "SHUTDOWN_REASON",
@@ -60,8 +59,6 @@ __all__ = [
     "time_out_due",
 ]
 
-#: Lease of a resume's claim (ms); renewed every third of it while the program runs.
-LEASE_MS = 30_000
 #: ``checkpoints.mode`` of a parked program.
 MODE = "program"
 #: ``checkpoints.reason`` of a program parked because its process was stopping: ready at
@@ -193,15 +190,16 @@ def park(
     ref = store.checkpoint_ref(worker_id)
     if outcome is not None:
         try:
+            lease = checkpoint_lease_ms()
             claim = store.claim_checkpoint(
-                worker_id, _holder(), park_id=park_id, lease_ms=LEASE_MS, owner=_owner()
+                worker_id, _holder(), park_id=park_id, lease_ms=lease, owner=_owner()
             )
         except ClaimRefused:
             raise SnapshotExit(ref) from None  # another process resumes it
         except StoreError as e:
             raise _store_error(e) from None
         st.fence = claim.fence
-        st.keeper = LeaseKeeper(store, worker_id, claim.fence, LEASE_MS)
+        st.keeper = LeaseKeeper(store, worker_id, claim.fence, lease)
         _cancel_timer(store, pk)
         kind, v = outcome
         if kind == "throw":
@@ -466,13 +464,15 @@ def resume_checkpoint(
     llm_options: dict[str, Any] | None = None,
     stdout: Any = None,
     stderr: Any = None,
+    lease_ms: int | None = None,
 ) -> ResumeResult | None:
     """Resume the program parked as checkpoint ``worker_id`` when its wait is over and this
     process wins the claim (module docstring). Returns None when there is nothing to do (not
     a parked program, not ready, or another process holds or took the claim).
 
     The program runs here, in a fresh runtime (``stdout`` / ``stderr``: its sinks; default
-    the process's), until it ends or parks again."""
+    the process's), until it ends or parks again, under a claim of ``lease_ms`` (ms; default
+    :func:`~.state.checkpoint_lease_ms`) renewed every third of it."""
     from harnpy.runtime.resume import load_document_for_resume
     from harnpy.runtime.runtime import Runtime
     from harnpy.runtime.snapshot import SnapshotError, open_document, validate_document
@@ -483,13 +483,14 @@ def resume_checkpoint(
         return None
     if not checkpoint_ready(store, info):
         return None
+    lease = checkpoint_lease_ms() if lease_ms is None else max(300, lease_ms)
     try:
         claim = store.claim_checkpoint(
-            worker_id, _holder(), park_id=info.park_id, lease_ms=LEASE_MS, owner=_owner()
+            worker_id, _holder(), park_id=info.park_id, lease_ms=lease, owner=_owner()
         )
     except ClaimRefused:
         return None
-    keeper = LeaseKeeper(store, worker_id, claim.fence, LEASE_MS)
+    keeper = LeaseKeeper(store, worker_id, claim.fence, lease)
     ref = store.checkpoint_ref(worker_id)
 
     def give_back(status: str, message: str) -> ResumeResult:

@@ -30,11 +30,36 @@ if TYPE_CHECKING:
     from harnpy.store import StoreURL
     from harnpy.store.sql import SqlStore
 
-__all__ = ["RUN_ID_ENV", "LeaseKeeper", "WaitpointState", "site_key", "state_of"]
+__all__ = [
+    "CHECKPOINT_LEASE_MS",
+    "RUN_ID_ENV",
+    "LeaseKeeper",
+    "WaitpointState",
+    "checkpoint_lease_ms",
+    "site_key",
+    "state_of",
+]
 
 #: Environment variable naming the run id of ``harnpy run`` (a host such as ``harnpy
 #: serve`` sets it so submission keys and the checkpoint id follow its run).
 RUN_ID_ENV = "HARNPY_RUN_ID"
+
+#: The lease of a claim on a store checkpoint (ms): a resume of a parked program or of a
+#: parked worker. Renewed every third of it while the resume runs, so a resumer that dies
+#: gives the park back within this long (``HARNPY_CHECKPOINT_LEASE_MS`` overrides it, at
+#: least 300; ``harnpy worker --lease-ms`` sets it for the programs a replica resumes).
+CHECKPOINT_LEASE_MS = 60_000
+
+
+def checkpoint_lease_ms() -> int:
+    """The lease of this process's claims on store checkpoints (ms,
+    :data:`CHECKPOINT_LEASE_MS` unless ``HARNPY_CHECKPOINT_LEASE_MS`` is an integer; at
+    least 300)."""
+    raw = os.environ.get("HARNPY_CHECKPOINT_LEASE_MS", "")
+    try:
+        return max(300, int(raw)) if raw.strip() else CHECKPOINT_LEASE_MS
+    except ValueError:
+        return CHECKPOINT_LEASE_MS
 
 
 class LeaseKeeper:
