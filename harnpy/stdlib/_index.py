@@ -786,5 +786,5 @@ STATES = {
     "friction": 40,
     "agent_sessions": 41,
     "tool_binding": 42,
-    "waitpoints": 51,
+    "waitpoints": 50,
 }
