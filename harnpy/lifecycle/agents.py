@@ -549,13 +549,13 @@ def _tool_message(
 
 
 @builtin("__agent_tool_start")
-def agent_tool_start(thread: Any, prep: Any = None) -> None:
+def agent_tool_start(thread: Any, prep: Any = None) -> Any:
     """``__agent_tool_start(prep)``: the loop is about to run (or reject) the tool call of
     ``prep``; reports ``tool_call {call_id, name, args, started_at}`` (RFC 3339) to the
-    run-event sink, if any (module docstring), and notes when it started (the
-    ``duration_ms`` of its ``tool_execution`` trace event). Returns nil."""
+    run-event sink, if any (module docstring). Returns ``prep`` with when it started (the
+    ``duration_ms`` of its ``tool_execution`` trace event, :func:`.loop_trace.tool_start`)."""
     if type(prep) is dict:
-        loop_trace.tool_start(thread.runtime, thread.name, prep.get("id"))
+        prep = loop_trace.tool_start(thread.runtime, prep)
     sink = run_event_sink(thread.runtime)
     if sink is not None and type(prep) is dict:
         sink(
@@ -567,6 +567,7 @@ def agent_tool_start(thread: Any, prep: Any = None) -> None:
                 "started_at": now_rfc3339(thread.runtime),
             },
         )
+    return prep
 
 
 def _report_tool_result(sink: Any, prep: dict[str, Any], record: dict[str, Any]) -> None:
@@ -658,7 +659,7 @@ def agent_tool_done(
             "content": content,
         },
     )
-    loop_trace.tool_done(rt, st, record, content, thread.name)
+    loop_trace.tool_done(rt, st, record, content, prep.get(loop_trace.STARTED_KEY))
     sink = run_event_sink(rt)
     if sink is not None:
         _report_tool_result(sink, prep, {**record, "content": content})

@@ -14,7 +14,9 @@ checkpoint body, like the transcript):
   many calls it asked for, text-mode ones included);
 * ``{type: "tool_execution", session_id, iteration, tool_name, tool_use_id, status,
   duration_ms}`` per dispatched tool call (``status``: ``ok`` or ``error``;
-  ``duration_ms``: nil when the call started in another process, before a resume);
+  ``duration_ms``: the time it ran, on the run's monotonic clock, which a restored snapshot
+  continues: a call that parked mid-tool and was resumed in another process counts its time
+  before and after the park, not the time it was parked);
 * ``{type: "tool_rejected", session_id, iteration, tool_name, tool_use_id, reason}`` per
   call the loop refused (``reason``: the text the model got back);
 * ``{type: "context_compaction", session_id, iteration, archived_messages,
@@ -30,9 +32,8 @@ from typing import Any
 from harnpy.lifecycle.structured_calls import MAX_TRACE_EVENTS, trace_event, trace_events
 from harnpy.stdlib.registry import builtin
 
-#: Runtime attribute: ``{(session_id, tool_use_id): started monotonic ms}`` of tool calls
-#: under way (process-local: a call resumed in another process has no start).
-_STARTS_ATTR = "loop_trace_tool_starts"
+#: Key of a tool call's start (monotonic ms) in the loop's dispatch record (``prep``).
+STARTED_KEY = "started_mono_ms"
 
 
 def _base(kind: str, st: dict[str, Any]) -> dict[str, Any]:
@@ -70,31 +71,23 @@ def llm_call(
     )
 
 
-def _starts(runtime: Any) -> dict[tuple[Any, Any], int]:
-    starts = getattr(runtime, _STARTS_ATTR, None)
-    if starts is None:
-        starts = {}
-        setattr(runtime, _STARTS_ATTR, starts)
-    return starts  # type: ignore[no-any-return]
-
-
-def tool_start(runtime: Any, thread_name: Any, tool_use_id: Any) -> None:
-    """A tool call of the loop on thread ``thread_name`` is about to run: remember when
-    (for the ``duration_ms`` of its ``tool_execution`` event)."""
-    starts = _starts(runtime)
-    if len(starts) > 10_000:  # calls that never finished (a loop that failed mid-turn)
-        starts.clear()
-    starts[(thread_name, tool_use_id)] = _now(runtime)
+def tool_start(runtime: Any, prep: dict[str, Any]) -> dict[str, Any]:
+    """A tool call of the loop is about to run: ``prep`` (its dispatch record) with its start
+    (:data:`STARTED_KEY`, monotonic ms) added, for the ``duration_ms`` of its
+    ``tool_execution`` event. The record is a local of the loop's Harn frame, so the start
+    is snapshot data and survives a park inside the tool."""
+    return {**prep, STARTED_KEY: _now(runtime)}
 
 
 def tool_done(
-    runtime: Any, st: dict[str, Any], record: dict[str, Any], content: str, thread_name: Any
+    runtime: Any, st: dict[str, Any], record: dict[str, Any], content: str, started: Any
 ) -> None:
     """Trace one tool call's outcome (``record``: the loop's tool record ``{id, name,
-    status, iteration, ...}``, ``content``: what the model got back; ``thread_name``: the
-    thread the loop runs on, as given to :func:`tool_start`)."""
+    status, iteration, ...}``, ``content``: what the model got back; ``started``: the call's
+    :data:`STARTED_KEY` from :func:`tool_start`, None when it has none)."""
     status = record.get("status")
-    started = _starts(runtime).pop((thread_name, record.get("id")), None)
+    if type(started) is not int:
+        started = None
     if status in ("ok", "error"):
         event = {
             **_base("tool_execution", st),

@@ -53,3 +53,48 @@ def test_agent_loop_parks_inside_a_tool_and_resumes_with_its_queue(
     assert "loop: done: published after approval" in out
     assert "tool result: approved: yes" in out
     assert "parked on waitpoint" not in resumed.stderr
+
+
+TIMED_TOOL = """
+import { create, wait } from "std/waitpoint"
+
+tool approve(title: string) -> string {
+  description "Ask an editor to approve a post"
+  sleep(150)
+  let done = wait(create({id: "ap-" + title}))
+  sleep(150)
+  return "approved: " + to_string(done.value)
+}
+
+pipeline default() {
+  llm_mock({tool_calls: [{id: "c1", name: "approve", arguments: {title: "launch"}}]})
+  llm_mock({text: "published"})
+  let r = agent_loop("publish it", nil,
+    {provider: "mock", tools: tool_registry([approve]), max_iterations: 4})
+  let runs = agent_trace().filter({ e -> e.type == "tool_execution" })
+  println("${r.status} ${len(runs)} ${runs[0].tool_use_id} ${runs[0].status}")
+  println(to_string(runs[0].duration_ms))
+}
+"""
+
+
+def test_a_tool_parked_mid_call_reports_its_running_time_after_a_resume(
+    store_url: str, tmp_path: Path
+) -> None:
+    import time
+
+    (tmp_path / "agent.harn").write_text(TIMED_TOOL)
+    first = run("run", "agent.harn", cwd=tmp_path, store=store_url)
+    assert first.returncode == 3, first.stderr
+    time.sleep(2.0)  # parked: this time is not the tool's
+    assert (
+        run("waitpoint", "complete", "ap-launch", "1", cwd=tmp_path, store=store_url).returncode
+        == 0
+    )
+    resumed = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert resumed.returncode == 0, resumed.stderr
+    head, ms = resumed.stdout.splitlines()
+    assert head == "done 1 c1 ok"
+    # the call's start was kept through the park (another process resumed it): the time it
+    # ran before the park and after it, not the two seconds it was parked
+    assert 300 <= int(ms) < 1500, resumed.stdout
