@@ -278,6 +278,8 @@ def _loads(data: bytes) -> Any:
 
 #: ``checkpoints.mode`` values of agent-worker checkpoints (a parked program is ``program``).
 WORKER_MODES = ("workflow", "stage", "sub_agent", "delegated_stage", "top_level_agent")
+#: ``checkpoints.mode`` of a program parked on a durable waitpoint (not an agent worker).
+PROGRAM_MODE = "program"
 
 
 def stored_worker_ref(
@@ -285,8 +287,8 @@ def stored_worker_ref(
 ) -> str | None:
     """The store reference of the agent-worker checkpoint a bare ``target`` names in the SQL
     store this process runs with (:func:`configured_sql_url`): its id, or a unique prefix of
-    one with or without ``worker_`` (of several matches, the only parked one; a damaged row
-    counts, so that its resume names the damage). None when no store is configured,
+    one with or without ``worker_`` (of several matches, the only parked one; any row but a
+    parked program's, a damaged one too, so that its resume names the damage). None when no store is configured,
     nothing matches or several do (their ids, sorted, are then put in ``several`` when it
     is given).
 
@@ -304,7 +306,9 @@ def stored_worker_ref(
     for prefix in (target, f"worker_{target}"):
         for i in store.find_checkpoints(prefix):
             info = store.checkpoint_info(i)
-            if info is not None and (info.mode in WORKER_MODES or info.status == "corrupt"):
+            # every row but a parked program's (`harnpy waitpoint resume` takes those): a
+            # row whose mode is damaged or missing is found too, so its resume names it
+            if info is not None and (info.mode != PROGRAM_MODE or info.status == "corrupt"):
                 infos[i] = info
     hits = resolve_worker(target, infos, lambda i: infos[i].status == "suspended")
     if len(hits) == 1:

@@ -195,7 +195,7 @@ def _stored_rows(store: Any, include_all: bool, warn: Callable[[str], None]) -> 
     ``--store`` / ``HARNPY_STORE``): ``suspended`` ones, every one with ``include_all``. A
     row a live claim holds shows ``running``; one whose claim's lease ran out is
     ``suspended`` again (its next resume takes the park back)."""
-    from harnpy.lifecycle.checkpoint_store import WORKER_MODES
+    from harnpy.lifecycle.checkpoint_store import PROGRAM_MODE
     from harnpy.store import StoreError
 
     lister = getattr(store, "list_checkpoints", None)
@@ -221,7 +221,7 @@ def _stored_rows(store: Any, include_all: bool, warn: Callable[[str], None]) -> 
             snapshot_status=i.status,
         )
         for i in infos
-        if i.mode in WORKER_MODES
+        if i.mode != PROGRAM_MODE  # a parked program is `harnpy waitpoint ls`'s
     ]
 
 

@@ -490,3 +490,31 @@ def test_a_row_holding_another_workers_body_is_refused_and_both_parks_are_kept(
     assert rows == {a: "suspended", b: "suspended"}
     ok = harnpy("run", "--resume", ref_a, cwd=tmp_path, env=env)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_row_whose_mode_column_was_lost_is_listed_and_resumed_by_prefix(
+    tmp_path: Path, store_url: str
+) -> None:
+    # the mode column is a listing aid; the sealed body says what the worker is. A row that
+    # lost it (an edit by hand, a partial migration) is neither hidden from `workers ls` nor
+    # "no such file" to `run --resume PREFIX`
+    from harnpy.store import open_store
+
+    ref = _park(tmp_path, store_url)
+    wid = ref.rpartition("#")[2]
+    st = open_store(store_url)
+    try:
+        with st.txn() as c:
+            c.run("UPDATE checkpoints SET mode = NULL WHERE worker_id = ?", (wid,))
+    finally:
+        st.close()
+    b = tmp_path / "b"
+    b.mkdir()
+    env = _env(store_url, b / "STEPS")
+    ls = harnpy("workers", "ls", "--json", cwd=b, env=env)
+    assert ls.returncode == 0, ls.stderr
+    assert [w["worker_id"] for w in json.loads(ls.stdout)] == [wid]
+    r = harnpy("run", "--resume", wid[: len("worker_") + 8], cwd=b, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "shipped"
+    assert _steps(b) == ["after"]
