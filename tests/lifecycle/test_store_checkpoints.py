@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -384,9 +385,17 @@ def test_workers_show_takes_the_reference_a_park_prints(tmp_path: Path, store_ur
     env = _env(store_url, b / "STEPS", HARNPY_STORE="")
     p = harnpy("workers", "show", ref, cwd=b, env=env)
     assert p.returncode == 0 and f"worker       {wid}" in p.stdout, p.stderr
-    # the configured store: the same
+    # ... and the resume command it suggests is one that works from this shell: the full
+    # reference (a short id finds nothing here, with no store configured)
+    (hint,) = [ln for ln in p.stdout.splitlines() if ln.startswith("resume with")]
+    cmd = shlex.split(hint.removeprefix("resume with").removesuffix("[--input TEXT]"))
+    assert cmd[:3] == ["harnpy", "run", "--resume"] and cmd[3] == ref, hint
+    # the configured store: the same, and the short id is enough
     p = harnpy("workers", "show", ref, cwd=b, env=_env(store_url, b / "STEPS"))
     assert p.returncode == 0 and "status       suspended" in p.stdout, p.stderr
+    assert f"harnpy run --resume {wid[len('worker_') :][:8]} " in p.stdout, p.stdout
+    r = harnpy(*cmd[1:], cwd=b, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "shipped", r.stderr
     # another store configured: one error naming both, nothing looked up in the wrong one
     other = f"sqlite:///{tmp_path / 'other.db'}"
     p = harnpy("workers", "show", ref, "--store", other, cwd=b, env=env)

@@ -405,9 +405,31 @@ def _show_parked(args: argparse.Namespace, store: Any) -> int | None:
         f"snapshot     {row.snapshot_path or '-'}",
     ]
     if row.status == "suspended":
-        lines.append(f"resume with  harnpy run --resume {row.short_id} [--input TEXT]")
+        lines.append(f"resume with  harnpy run --resume {_resume_name(row)} [--input TEXT]")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def _resume_name(row: Any) -> str:
+    """What ``harnpy run --resume`` takes for ``row`` from this shell: its short id when
+    that finds it (a snapshot file, or a row of the store ``HARNPY_STORE`` names), else the
+    full store reference, shell-quoted (``workers show <url>#<id>`` or ``--store`` naming
+    another store than ``HARNPY_STORE``)."""
+    import shlex
+
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
+    from harnpy.store import configured_store_url
+
+    ref = row.snapshot_path or ""
+    if not is_store_ref(ref):
+        return str(row.short_id)
+    try:
+        url = configured_store_url(None)  # the environment's, not this command's --store
+    except Exception:  # noqa: BLE001 - an unusable HARNPY_STORE finds nothing by short id
+        url = None
+    if url is not None and ref == f"{url.display}#{row.worker_id}":
+        return str(row.short_id)
+    return shlex.quote(ref)
 
 
 def _show(args: argparse.Namespace, store: Any) -> int:
