@@ -63,11 +63,22 @@ def _bad_parent_ref(doc: dict[str, Any]) -> None:
     frame["parent"] = {"$ref": True}
 
 
+def _unknown_field(doc: dict[str, Any]) -> None:
+    # a field the encoder never writes, on a frame and on a closure (the heap's records;
+    # module globals put the pipeline's closure there): not harnpy's, refused, not ignored
+    heap = doc["harnpy_thread"]["heap"]
+    frame = next(r for r in heap if type(r) is dict and r.get("$t") == "frame")
+    frame["locals"] = {"x": 1}
+    closure = next(r for r in heap if type(r) is dict and r.get("$t") == "closure")
+    closure["parent"] = None
+
+
 DAMAGED = [
     pytest.param(_set("transcript", None), id="transcript-null"),
     pytest.param(_set("execution", "zz"), id="execution-string"),
     pytest.param(_set("audit", 5), id="audit-int"),
     pytest.param(_bad_parent_ref, id="thread-parent-ref-bool"),
+    pytest.param(_unknown_field, id="thread-record-unknown-field"),
 ]
 
 

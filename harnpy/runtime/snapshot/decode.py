@@ -422,6 +422,9 @@ _RECORD_FIELDS: dict[str, tuple[dict[str, str], frozenset[str]]] = {
     "enum_ns": ({"name": "s", "variants": "d"}, frozenset()),
 }
 
+#: The keys a record of each tag may have (its fields and ``$t``).
+_RECORD_KEYS = {tag: frozenset({"$t", *fields}) for tag, (fields, _) in _RECORD_FIELDS.items()}
+
 _KIND_TYPES: dict[str, tuple[type, ...]] = {
     "s": (str,),
     "i": (int,),
@@ -439,12 +442,17 @@ def _damaged(why: str) -> SnapshotError:
 
 def _check_record(raw: dict[str, Any]) -> None:
     """Check tagged record ``raw`` against :data:`_RECORD_FIELDS` (its tag is known to be
-    present). Raises SnapshotError E404 naming the tag and the field."""
+    present): every required field there with its type, and no field the encoder does not
+    write (a record with an extra field was not written by harnpy: edited or damaged).
+    Raises SnapshotError E404 naming the tag and the field."""
     tag = raw["$t"]
     model = _RECORD_FIELDS.get(tag) if type(tag) is str else None
     if model is None:
         raise SnapshotError(f"unknown value tag {tag!r} in snapshot", "E404")
     fields, optional = model
+    if not _RECORD_KEYS[tag].issuperset(raw):
+        extra = sorted(k for k in raw if k != "$t" and k not in fields)
+        raise _damaged(f"a {tag!r} record has a field harnpy does not write: {extra[0]!r}")
     for name, kind in fields.items():
         if name not in raw:
             if name in optional:
