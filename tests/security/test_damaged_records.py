@@ -493,3 +493,32 @@ def test_the_undamaged_snapshots_resume(parked: dict[str, tuple[Path, str]]) -> 
                 assert (folder / "steps.log").read_text() == "step 1\n"
             else:
                 assert out.splitlines() == ["23", "2", "[2, 4, 6, 8, 10]", "[2]"], out
+
+
+def _tagged(doc: Any) -> Iterator[dict[str, Any]]:
+    """Every tagged record (``{"$t": ...}``) in ``doc``, outermost first."""
+    if isinstance(doc, dict):
+        if "$t" in doc:
+            yield doc
+        for v in doc.values():
+            yield from _tagged(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _tagged(v)
+
+
+def test_a_record_with_a_field_harnpy_never_writes_is_refused(
+    parked: dict[str, tuple[Path, str]], tmp_path: Path
+) -> None:
+    # for every tag the rich program's snapshot holds: its first record with one more field
+    # (not written by harnpy: an edit or a damage) is refused at load, not ignored
+    base, rel = parked["program"]
+    tags = sorted({r["$t"] for r in _tagged(read_doc(base / rel))})
+    assert {"closure", "frame", "struct", "iter", "set"} <= set(tags), tags
+    for tag in tags:
+
+        def edit(doc: dict[str, Any], tag: str = tag) -> None:
+            next(r for r in _tagged(doc) if r["$t"] == tag)["hidden"] = 1
+
+        err = _assert_refused(_edited(parked, "program", tmp_path / tag, edit), rel, "E404")
+        assert f"a {tag!r} record has a field harnpy does not write: 'hidden'" in err, err
