@@ -468,3 +468,56 @@ def test_harnpy_worker_claims_parked_programs_with_its_lease(
         assert st.checkpoint_info(worker_id).status == "completed"  # type: ignore[union-attr]
     finally:
         st.close()
+
+
+def test_sigterm_to_harnpy_worker_mid_resume_puts_the_park_back_and_exits_143(
+    tmp_path: Path, store_url: str
+) -> None:
+    (tmp_path / "p.harn").write_text(SLOW_AFTER_WAKE.replace("2000", "8000"), encoding="utf-8")
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    st = _store(store_url)
+    try:
+        assert st.complete_waitpoint("go", 1)
+        env = dict(os.environ, HARNPY_STORE=store_url)
+        env.pop("HARNPY_DEBUG", None)
+        w = subprocess.Popen(
+            [sys.executable, "-m", "harnpy", "worker", "--poll-ms", "100"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            (info,) = st.list_checkpoints()
+            if info.status == "running":  # the worker claimed it: the program sleeps
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        w.send_signal(signal.SIGTERM)
+        out, err = w.communicate(timeout=30)
+        assert w.returncode == 143, err
+        assert "Traceback" not in err and "stopped" in err, err
+        (info,) = st.list_checkpoints()
+        assert info.status == "suspended"  # the park and its claim were put back
+    finally:
+        st.close()
+    again = run("worker", "--once", cwd=tmp_path, store=store_url, timeout=60)
+    assert again.returncode == 0 and again.stdout == "finished\n", again.stderr
+
+
+def test_the_timer_of_a_wait_cannot_be_completed_or_cancelled_by_hand(
+    tmp_path: Path, store_url: str
+) -> None:
+    (tmp_path / "p.harn").write_text(TIMED, encoding="utf-8")
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    st = _store(store_url)
+    try:
+        (timer,) = [w for w in st.list_waitpoints() if w.metadata.get("kind") == "timeout"]
+    finally:
+        st.close()
+    for cmd in (["complete", timer.id, '"x"'], ["cancel", timer.id]):
+        r = run("waitpoint", *cmd, cwd=tmp_path, store=store_url)
+        assert r.returncode == 1 and "is the timer of a wait" in r.stderr, r.stderr
+    st = _store(store_url)
+    try:
+        assert st.get_waitpoint(timer.id).status == "open"  # type: ignore[union-attr]
+    finally:
+        st.close()

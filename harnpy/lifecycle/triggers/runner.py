@@ -42,6 +42,7 @@ from harnpy.lifecycle.triggers._util import rewrite_snapshot_status, snapshot_pa
 from harnpy.lifecycle.triggers.bindings import ResumeRequest
 from harnpy.lifecycle.triggers.events import build_resume_request, cron_tick_event, timeout_event
 from harnpy.lifecycle.triggers.store import WaitRecord, store_log_dir
+from harnpy.runtime.errors import HarnInterrupt
 from harnpy.security import private_dir
 from harnpy.store.sql import SqlStore
 
@@ -352,7 +353,9 @@ class WorkerRunner:
                 if once:
                     return 0
                 time.sleep(max(poll_ms, 10) / 1000.0)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, HarnInterrupt):
+            # HarnInterrupt: the stop came while a parked program ran here (its finally
+            # blocks ran, its park and claim were put back)
             self.log("stopped")
             return 0  # harnpy.cli turns this into 143 after SIGTERM
 

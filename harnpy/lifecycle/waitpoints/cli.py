@@ -255,6 +255,15 @@ def _nothing_resumed(store: Any, key: str | None) -> None:
 def _finish(store: Any, args: argparse.Namespace, cmd: str, value: Any) -> int:
     from harnpy.lifecycle.waitpoints.durable import resume_waiters
 
+    timer = store.get_waitpoint(args.id)
+    if timer is not None and (timer.metadata or {}).get("kind") == "timeout":
+        # a wait's own timer: it fires on the store clock; completing or cancelling it by
+        # hand would leave the wait without its timeout
+        _err(
+            f"harnpy waitpoint {cmd}: {args.id} is the timer of a wait with a timeout (it "
+            "fires by itself); complete or cancel the waitpoint it times, nothing changed"
+        )
+        return 1
     if cmd == "complete":
         won = store.complete_waitpoint(args.id, value, by=args.by)
     else:
