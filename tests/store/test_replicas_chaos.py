@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.sealing import read_doc
+from tests.store.replicas import sigkill, start_replica, stop_replicas
 
 pytestmark = pytest.mark.slow
 
@@ -75,18 +75,6 @@ def _env(tmp_path: Path, store: str) -> dict[str, str]:
     return env
 
 
-def _replica(tmp_path: Path, env: dict[str, str], n: int) -> subprocess.Popen[bytes]:
-    log = open(tmp_path / f"replica-{n}.log", "ab")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(
-        [sys.executable, "-m", "harnpy", "worker", "--poll-ms", "200", "--lease-ms", "2000"],
-        cwd=tmp_path,
-        env=env,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,  # killpg takes its resume child with it
-    )
-
-
 def _statuses(tmp_path: Path) -> dict[str, str]:
     out = {}
     for f in (tmp_path / "workers").glob("worker_*.json"):
@@ -119,7 +107,7 @@ def test_replicas_survive_sigkill_and_commit_every_turn_once(tmp_path: Path, pg_
         list(pool.map(park, range(RUNS)))
     assert len(_statuses(tmp_path)) == RUNS
     store = open_store(pg_url)
-    replicas = [_replica(tmp_path, env, n) for n in range(REPLICAS)]
+    replicas = [start_replica(tmp_path, env, n) for n in range(REPLICAS)]
     started = REPLICAS
     kills = 0
     rng = random.Random(1234)
@@ -146,26 +134,14 @@ def test_replicas_survive_sigkill_and_commit_every_turn_once(tmp_path: Path, pg_
                 raise AssertionError((collections.Counter(statuses.values()), left, logs))
             if time.monotonic() >= next_kill:
                 victim = rng.randrange(REPLICAS)
-                try:
-                    os.killpg(replicas[victim].pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                replicas[victim].wait()
+                sigkill(replicas[victim])
                 kills += 1
-                replicas[victim] = _replica(tmp_path, env, started)
+                replicas[victim] = start_replica(tmp_path, env, started)
                 started += 1
                 next_kill = time.monotonic() + KILL_EVERY_S * rng.uniform(0.5, 1.5)
             time.sleep(0.3)
     finally:
-        for r in replicas:
-            if r.poll() is None:
-                r.send_signal(signal.SIGTERM)
-        for r in replicas:
-            try:
-                r.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(r.pid, signal.SIGKILL)
-                r.wait()
+        stop_replicas(replicas)
     elapsed = time.monotonic() - t0
 
     # every run completed, and its transcript has every turn exactly once

@@ -20,7 +20,6 @@ import collections
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -30,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.store.replicas import sigkill, start_replica, stop_replicas
 
 pytestmark = pytest.mark.slow
 
@@ -85,19 +86,6 @@ def _env(tmp_path: Path, store: str) -> dict[str, str]:
         }
     )
     return env
-
-
-def _replica(tmp_path: Path, env: dict[str, str], n: int) -> subprocess.Popen[bytes]:
-    log = open(tmp_path / f"replica-{n}.log", "ab")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(
-        [sys.executable, "-m", "harnpy", "worker", "--poll-ms", "200", "--lease-ms",
-         str(LEASE_MS)],
-        cwd=tmp_path,
-        env=env,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-    )  # fmt: skip
 
 
 def _outcome(store: Any, worker_id: str) -> dict[str, Any] | None:
@@ -158,7 +146,7 @@ def test_waitpoint_runs_survive_sigkill_and_commit_every_turn_once(
     runs = {i.worker_id for i in parked}
     assert not list(tmp_path.glob("**/*.json")), "a checkpoint was written to a file"
 
-    replicas = [_replica(tmp_path, env, n) for n in range(REPLICAS)]
+    replicas = [start_replica(tmp_path, env, n, LEASE_MS) for n in range(REPLICAS)]
     lock = threading.Lock()
     done = threading.Event()
     kills = 0
@@ -171,13 +159,9 @@ def test_waitpoint_runs_survive_sigkill_and_commit_every_turn_once(
         while not done.wait(KILL_EVERY_S * rng.uniform(0.5, 1.5)):
             with lock:
                 victim = rng.randrange(REPLICAS)
-                try:
-                    os.killpg(replicas[victim].pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                replicas[victim].wait()
+                sigkill(replicas[victim])
                 kills += 1
-                replicas[victim] = _replica(tmp_path, env, started)
+                replicas[victim] = start_replica(tmp_path, env, started, LEASE_MS)
                 started += 1
 
     completions = by_cli = 0
@@ -212,15 +196,7 @@ def test_waitpoint_runs_survive_sigkill_and_commit_every_turn_once(
     finally:
         done.set()
         killer.join()
-        for r in replicas:
-            if r.poll() is None:
-                r.send_signal(signal.SIGTERM)
-        for r in replicas:
-            try:
-                r.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(r.pid, signal.SIGKILL)
-                r.wait()
+        stop_replicas(replicas)
     elapsed = time.monotonic() - t0
 
     turns_twice = 0
