@@ -28,7 +28,7 @@ from harnpy.lifecycle.checkpoint_store import (
     is_store_ref,
 )
 from harnpy.lifecycle.triggers.conditions import sus_error
-from harnpy.lifecycle.waitpoints.state import checkpoint_lease_ms
+from harnpy.lifecycle.waitpoints.state import LeaseKeeper, checkpoint_lease_ms
 from harnpy.lifecycle.workers import (
     WorkerRecord,
     stop_thread,
@@ -299,8 +299,6 @@ def hold_claim(rec: WorkerRecord, path: str, c: CheckpointClaim | None) -> None:
     rec.ck_claim_path = path  # type: ignore[attr-defined]
     _stop_keeper(rec)
     if c is not None and is_store_ref(path):
-        from harnpy.lifecycle.waitpoints.state import LeaseKeeper
-
         store, key = checkpoint_for(path, rec.runtime)
         rec.ck_keeper = LeaseKeeper(store, key, c.fence, checkpoint_lease_ms())  # type: ignore[arg-type,attr-defined]
 
