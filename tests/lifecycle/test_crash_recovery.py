@@ -266,6 +266,64 @@ def test_a_runner_killed_between_receipt_and_claim_loses_no_resume(tmp_path: Pat
     assert _steps(tmp_path) == 1
 
 
+def test_a_resume_that_dies_after_the_runner_looked_is_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resume a receipt announced claimed the worker's snapshot file and was still
+    alive when the runner's recovery looked at it (a replica whose lease lapsed under
+    load), then died before the runner read the receipt's state: the snapshot says
+    ``running`` under a dead owner. That resume took no effect; the runner puts its park
+    back and resumes it again (it used to record the wait as ``recovered`` and leave the
+    worker ``running`` for ever)."""
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for
+    from harnpy.lifecycle.triggers import runner as runner_mod
+    from harnpy.lifecycle.triggers.store import open_store
+
+    store_path = str(tmp_path / "s.sqlite3")
+    env = {**ENV, "HARNPY_STORE": store_path}
+    (tmp_path / "w.harn").write_text(TRIGGER_PARK)
+    p = harnpy("run", "w.harn", cwd=tmp_path, env=env)
+    assert p.returncode == 0 and p.stdout.strip() == "suspended", p.stderr
+    s = open_store(store_path)
+    (wait,) = s.list_waits()
+    snap = str(wait.snapshot_path)
+    assert os.path.isfile(snap)  # a file of the state directory
+    wait.deadline_ms = 1  # the timeout is due now
+    s.update(wait)
+    # a runner claimed the wait, its shim wrote the receipt, its resume claimed the file
+    now = int(time.time() * 1000)
+    c = s.claim(wait.id, "runner-lapsed", now, 200)
+    assert c is not None
+    assert s.begin_resume(wait.id, c.token, now, {"pid": _dead_pid(), "host": os.uname().nodename})
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    ck, key = checkpoint_for(snap)
+    ck.claim_checkpoint(key, "resume-lapsed", owner={"pid": owner.pid, "host": os.uname().nodename})
+    assert read_doc(Path(snap))["status"] == "running"
+    time.sleep(0.3)  # the wait's lease expires
+
+    looked = []
+    recover = runner_mod._recover_park
+
+    def recover_then_owner_dies(path: str | None) -> None:
+        recover(path)  # the owner still lives: nothing to put back
+        looked.append(read_doc(Path(snap))["status"])
+        owner.kill()
+        owner.wait()
+
+    monkeypatch.setattr(runner_mod, "_recover_park", recover_then_owner_dies)
+    monkeypatch.chdir(tmp_path)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    out = runner_mod.WorkerRunner(s, log=lambda _t: None).process(wait.id)
+    assert looked == ["running"]
+    assert out is not None and out["status"] == "resumed", out
+    assert read_doc(Path(snap))["status"] == "completed"
+    assert _steps(tmp_path) == 1
+    rec = s.get(wait.id)
+    assert rec is not None and rec.status == "completed"
+    assert rec.outcome["status"] != "recovered", rec.outcome
+
+
 def test_stray_snapshot_temp_files_are_swept_on_the_next_write(tmp_path: Path) -> None:
     from harnpy.runtime.snapshot import write_atomic
     from harnpy.security import files

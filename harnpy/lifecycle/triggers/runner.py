@@ -475,11 +475,22 @@ class WorkerRunner:
         outcome = receipt.get("outcome")
         raw = receipt.get("info")
         info: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        read = _read_worker_record(rec.snapshot_path) if rec.snapshot_path else None
+        path = rec.snapshot_path
+        read = _read_worker_record(path) if path else None
         if read is not None and read[1].get("status") == "running":
-            from harnpy.lifecycle.suspend import owner_alive
+            from harnpy.lifecycle.checkpoint_store import is_store_ref
+            from harnpy.lifecycle.suspend import owner_alive, recover_stale_claim
 
-            return "in_progress" if owner_alive(read[1]) else "taken"
+            if is_store_ref(path or "") or owner_alive(read[1]):
+                # a store row shows ``running`` only under a live lease (a dead owner's
+                # claim ends with it, and the park shows again)
+                return "in_progress"
+            # its resume claimed the snapshot and died without committing a next state
+            # (after the recovery at the start of :meth:`_handle` looked: the owner still
+            # lived then): nothing of it took effect; put the park back and decide again
+            if path and recover_stale_claim(path):
+                return self._receipt_state(rec, receipt)
+            return "taken"
         if not self._still_parked(rec):
             return "taken"
         if outcome is None:
