@@ -7,7 +7,8 @@ their transcript rows, the waitpoints, claims and outcomes are PostgreSQL rows
 (``HARN_WORKER_STATE_DIR`` is unset).
 
 Every run completes with its outcome committed once (its checkpoint written three times:
-two parks, one outcome); the run's own transcript (its final
+two parks, one outcome; twice where the outside world completed the second waitpoint
+before the run waited on it, so it did not park); the run's own transcript (its final
 value) and the transcript rows committed in the store hold every turn exactly once; the
 work inside a turn ran at least once (a killed replica's turn may run again). Prints the
 counts. 40 runs by default (about 15 s here); ``.ci/run`` runs 200 (``HARNPY_WAITPOINT_CHAOS_RUNS``, the
@@ -199,12 +200,16 @@ def test_waitpoint_runs_survive_sigkill_and_commit_every_turn_once(
         stop_replicas(replicas)
     elapsed = time.monotonic() - t0
 
-    turns_twice = 0
+    turns_twice = early = 0
     for worker_id in sorted(runs):
         # written three times in all: the first park, the second (under the claim of the
-        # resume that committed it), the outcome; a commit after a takeover is refused
+        # resume that committed it), the outcome; a commit after a takeover is refused.
+        # Twice where the second waitpoint was completed between its create and its wait
+        # (the seed's "either order": the wait returns at once, no second park)
         info = store.checkpoint_info(worker_id)
-        assert info is not None and info.version == 3, (worker_id, info)
+        assert info is not None and info.version in (2, 3), (worker_id, info)
+        parks = info.version - 1
+        early += parks == 1
         out = _outcome(store, worker_id)
         assert out is not None and out["status"] == "completed", (worker_id, out)
         v = out["value"]
@@ -220,8 +225,9 @@ def test_waitpoint_runs_survive_sigkill_and_commit_every_turn_once(
             ), v
         # the transcript rows the store committed for the run (its last park, inside the
         # second approval: the first approval's result is in them): no turn in them twice
+        # (a run that parked once has the rows of its first park: no tool result yet)
         committed = _committed_tool_results(store, worker_id)
-        assert committed == {"a1": 1}, (worker_id, committed)
+        assert committed == ({"a1": 1} if parks == 2 else {}), (worker_id, info, committed)
         turns_twice += sum(n - 1 for n in committed.values()) + len(ids) - len(set(ids))
     assert turns_twice == 0
     # each waitpoint completed once, and only by the outside world
@@ -235,7 +241,7 @@ def test_waitpoint_runs_survive_sigkill_and_commit_every_turn_once(
     print(
         f"\nwaitpoint chaos: {RUNS} runs x 2 waitpoint parks inside a tool, {REPLICAS} "
         f"replicas, {kills} SIGKILLs, {elapsed:.0f}s; {completions} completions "
-        f"({by_cli} by `harnpy waitpoint complete`); outcomes completed {RUNS}; transcript "
+        f"({by_cli} by `harnpy waitpoint complete`, {early} before the run waited); outcomes completed {RUNS}; transcript "
         f"turns committed twice: {turns_twice}; turn work re-run after a kill: {reruns}"
     )
     assert kills >= 1
