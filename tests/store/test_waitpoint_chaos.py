@@ -204,8 +204,10 @@ def test_waitpoint_runs_survive_sigkill_and_commit_every_turn_once(
     for worker_id in sorted(runs):
         # written three times in all: the first park, the second (under the claim of the
         # resume that committed it), the outcome; a commit after a takeover is refused.
-        # Twice where the second waitpoint was completed between its create and its wait
-        # (the seed's "either order": the wait returns at once, no second park)
+        # Twice where the second waitpoint was completed before the run waited on it (the
+        # seed's "either order": between its create and its wait, or after a replica
+        # created it and was killed before its park committed; the resume from the first
+        # park finds it completed, the wait returns at once, no second park)
         info = store.checkpoint_info(worker_id)
         assert info is not None and info.version in (2, 3), (worker_id, info)
         parks = info.version - 1
