@@ -79,6 +79,14 @@ def waitpoint_routes(sa: Any, guard: Any) -> list[Route]:
         if got is None:
             return _not_found()
         who, rec = got
+        if (rec.metadata or {}).get("kind") == "timeout":
+            # a wait's own timer fires by itself (the store refuses it too)
+            raise ApiError(
+                409,
+                "waitpoint_is_timer",
+                "the waitpoint is the timer of a wait with a timeout; complete or cancel "
+                "the waitpoint it times",
+            )
         if cancel:
             body = await parse(request, CancelBody)
             won = await run_in_threadpool(

@@ -31,7 +31,7 @@ one-line :class:`StoreError` naming the store. ``configured_store_url(option)`` 
   owner_user, session_id)``, ``claim_run``, ``renew_run``, ``update_run``,
   ``append_run_event``, ``run_events(after_seq)``, ``ensure_session``, ``get_session``,
   ``create_waitpoint``, ``get_waitpoint``, ``add_waitpoint_waiter``, ``complete_waitpoint``,
-  ``cancel_waitpoint``, ``time_out_waitpoint``, ``due_waitpoint_timeouts``,
+  ``cancel_waitpoint``, ``cancel_timer``, ``time_out_waitpoint``, ``due_waitpoint_timeouts``,
   ``list_waitpoints``, ``waitpoints_of``;
 * ``acquire_lease`` / ``renew_lease`` / ``release_lease`` / ``lease``; ``audit`` /
   ``audit_events``;
@@ -64,6 +64,7 @@ from harnpy.store.errors import (
     SchemaTooNew,
     StoreError,
     StoreUnavailable,
+    TimerWaitpoint,
 )
 from harnpy.store.records import (
     ACTIVE_WAIT_STATUSES,
@@ -103,6 +104,7 @@ __all__ = [
     "StoreError",
     "StoreURL",
     "StoreUnavailable",
+    "TimerWaitpoint",
     "TranscriptAppend",
     "WaitRecord",
     "WaitpointRecord",

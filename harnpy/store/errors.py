@@ -10,6 +10,7 @@ __all__ = [
     "SchemaTooNew",
     "StoreError",
     "StoreUnavailable",
+    "TimerWaitpoint",
 ]
 
 
@@ -82,3 +83,12 @@ class Fenced(StoreError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "fenced")
+
+
+class TimerWaitpoint(StoreError):
+    """A wait's own timer waitpoint (metadata ``kind: "timeout"``) was to be completed or
+    cancelled by hand: it fires by itself on the store clock, and finishing it would leave
+    the wait without its timeout. Nothing changed (``kind`` ``timer``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "timer")

@@ -27,7 +27,13 @@ from typing import Any
 
 from harnpy.store._common import MAX_DOCUMENT_BYTES, dump_json
 from harnpy.store.backends import Conn
-from harnpy.store.errors import CheckpointTooLarge, CorruptRecord, Fenced, StoreError
+from harnpy.store.errors import (
+    CheckpointTooLarge,
+    CorruptRecord,
+    Fenced,
+    StoreError,
+    TimerWaitpoint,
+)
 from harnpy.store.records import RUN_STATUSES, RunEvent, RunRecord, SessionRecord, WaitpointRecord
 from harnpy.store.sql_base import SqlBase
 
@@ -556,9 +562,19 @@ class RunsMixin(SqlBase):
         value: Any = None,
         error: Any = None,
         by: str | None = None,
+        timer: bool = False,
     ) -> bool:
         text = self._json_capped(value, f"the value of waitpoint {waitpoint_id}")
         with self.txn() as c:
+            if status in ("completed", "cancelled") and not timer:
+                row = c.one("SELECT metadata FROM waitpoints WHERE id = ?", (waitpoint_id,))
+                meta = self.load_json(row[0], f"waitpoint {waitpoint_id}") if row else None
+                if isinstance(meta, dict) and meta.get("kind") == "timeout":
+                    raise TimerWaitpoint(
+                        f"store {self.display}: {waitpoint_id} is the timer of a wait with a "
+                        "timeout (it fires by itself); complete or cancel the waitpoint it "
+                        "times; nothing changed"
+                    )
             done = c.run(
                 "UPDATE waitpoints SET status = ?, value = ?, error = ?, completed_at_ms = ?, "
                 "completed_by = ? WHERE id = ? AND status = 'open'",
@@ -569,14 +585,29 @@ class RunsMixin(SqlBase):
     def complete_waitpoint(self, waitpoint_id: str, value: Any, *, by: str | None = None) -> bool:
         """Complete an open waitpoint with ``value`` (JSON); True for the one completion
         that wins, False when it is not open (already completed, cancelled, timed out) or
-        unknown."""
+        unknown.
+
+        Raises:
+            TimerWaitpoint: it is a wait's own timer (nothing changed).
+        """
         return self._finish_waitpoint(waitpoint_id, "completed", value=value, by=by)
 
     def cancel_waitpoint(
         self, waitpoint_id: str, *, error: Any = None, by: str | None = None
     ) -> bool:
-        """Cancel an open waitpoint; False when it is not open."""
+        """Cancel an open waitpoint; False when it is not open.
+
+        Raises:
+            TimerWaitpoint: it is a wait's own timer (nothing changed).
+        """
         return self._finish_waitpoint(waitpoint_id, "cancelled", error=error, by=by)
+
+    def cancel_timer(self, waitpoint_id: str) -> bool:
+        """Cancel the timer waitpoint of a wait that ended (answered, cancelled or timed
+        out another way) so it never fires; False when it is not open."""
+        return self._finish_waitpoint(
+            waitpoint_id, "cancelled", error={"reason": "wait ended"}, by="wait", timer=True
+        )
 
     def time_out_waitpoint(self, waitpoint_id: str) -> bool:
         """Mark an open waitpoint ``timed_out``; False when it is not open."""

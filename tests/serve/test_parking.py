@@ -155,3 +155,28 @@ def test_run_whose_park_was_not_recorded_and_not_ready_still_finishes(
         assert [e.event_type for e in st.run_events(rid)].count("result") == 1
     finally:
         st.close()
+
+
+def test_the_timer_of_a_wait_is_refused_over_http(
+    replicas: list[Server], module_store: str
+) -> None:
+    """A wait's own timer row fires by itself: completing or cancelling it over HTTP is a
+    409 ``waitpoint_is_timer`` and the row stays open."""
+    a, _ = replicas
+    timer = f"wp-timer-{uuid.uuid4().hex[:8]}"
+    st = open_store(module_store)
+    try:
+        st.create_waitpoint(
+            waitpoint_id=timer,
+            owner_user="alice",
+            timeout_at_ms=st.now_ms() + 3_600_000,
+            metadata={"kind": "timeout", "wait_id": "w", "timeout_ms": 3_600_000},
+        )
+        for verb, body in (("complete", {"value": 1}), ("cancel", {})):
+            r = a.http.post(f"/v1/waitpoints/{timer}/{verb}", json=body, headers=auth("alice"))
+            assert r.status_code == 409, r.text
+            assert r.json()["error"]["type"] == "waitpoint_is_timer"
+        got = st.get_waitpoint(timer)
+        assert got is not None and got.status == "open"
+    finally:
+        st.close()

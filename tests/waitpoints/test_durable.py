@@ -314,6 +314,21 @@ def test_bad_store_and_bad_values_are_one_line(tmp_path: Path) -> None:
     assert r.returncode == 1 and "no waitpoint x" in r.stderr
     r = run("waitpoint", "ls", cwd=tmp_path, store="postgresql://nobody@127.0.0.1:1/x")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "cannot connect" in r.stderr
+    # a misspelt SQLite path is said to hold nothing, and no file or folder is made for it
+    typo = tmp_path / "tpyo" / "s.db"
+    for args, code in (
+        (["ls"], 0),
+        (["ls", "--json"], 0),
+        (["show", "x"], 1),
+        (["complete", "x", "1"], 1),
+        (["cancel", "x"], 1),
+        (["resume"], 0),
+        (["resume", "x"], 1),
+    ):
+        r = run("waitpoint", *args, cwd=tmp_path, store=f"sqlite://{typo}")
+        assert r.returncode == code and f"no store at sqlite://{typo}" in r.stderr, (args, r)
+        assert r.stdout == ("[]\n" if "--json" in args else ""), (args, r.stdout)
+    assert not typo.parent.exists()
     (tmp_path / "p.harn").write_text('waitpoint_wait(waitpoint_create("z"))\n', encoding="utf-8")
     r = run("run", "p.harn", cwd=tmp_path, store="postgresql://nobody@127.0.0.1:1/x")
     assert r.returncode == 1 and "E411" in r.stderr and "Traceback" not in r.stderr
@@ -516,6 +531,23 @@ def test_the_timer_of_a_wait_cannot_be_completed_or_cancelled_by_hand(
     for cmd in (["complete", timer.id, '"x"'], ["cancel", timer.id]):
         r = run("waitpoint", *cmd, cwd=tmp_path, store=store_url)
         assert r.returncode == 1 and "is the timer of a wait" in r.stderr, r.stderr
+    # a script's builtins and the Python API are refused the same way (the store refuses)
+    (tmp_path / "hand.harn").write_text(
+        "pipeline main() {\n"
+        "  try { waitpoint_complete(argv()[0], 1) } catch e { println(e) }\n"
+        "  try { waitpoint_cancel(argv()[0]) } catch e { println(e) }\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    r = run("run", "hand.harn", "--", timer.id, cwd=tmp_path, store=store_url)
+    assert r.returncode == 0 and r.stdout.count("is the timer of a wait") == 2, (r.stdout, r.stderr)
+    from harnpy.lifecycle.waitpoints import cancel_waitpoint, complete_waitpoint
+    from harnpy.store import TimerWaitpoint
+
+    with pytest.raises(TimerWaitpoint, match="is the timer of a wait"):
+        complete_waitpoint(store_url, timer.id, "x")
+    with pytest.raises(TimerWaitpoint, match="is the timer of a wait"):
+        cancel_waitpoint(store_url, timer.id)
     st = _store(store_url)
     try:
         assert st.get_waitpoint(timer.id).status == "open"  # type: ignore[union-attr]

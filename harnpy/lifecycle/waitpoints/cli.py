@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -114,6 +115,8 @@ def main(args: argparse.Namespace) -> int:
         from harnpy.runtime.resume import opt_into_upgrade
 
         opt_into_upgrade()
+    if url.kind == "sqlite" and not os.path.exists(url.target):
+        return _no_store(args, cmd, url.display)
     try:
         from harnpy.lifecycle.waitpoints.stores import shared_store
 
@@ -131,6 +134,23 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _err("harnpy: interrupted")
         return 130
+
+
+def _no_store(args: argparse.Namespace, cmd: str, display: str) -> int:
+    """``harnpy waitpoint CMD`` on an SQLite store file that does not exist (a misspelt
+    path, or nothing was ever stored): said so, and the file is not created. ``ls`` and
+    ``resume`` without an id find nothing (0); a named waitpoint is unknown (1)."""
+    where = f"no store at {display} (check --store / HARNPY_STORE)"
+    if cmd == "ls":
+        if args.json:
+            sys.stdout.write("[]\n")
+        _err(f"harnpy waitpoint ls: no waitpoints: {where}")
+        return 0
+    if cmd == "resume" and args.id is None:
+        _err(f"harnpy waitpoint resume: nothing was resumed: {where}")
+        return 0
+    _err(f"harnpy waitpoint {cmd}: no waitpoint {args.id}: {where}")
+    return 1
 
 
 def _row(rec: Any) -> dict[str, Any]:
@@ -254,20 +274,16 @@ def _nothing_resumed(store: Any, key: str | None) -> None:
 
 def _finish(store: Any, args: argparse.Namespace, cmd: str, value: Any) -> int:
     from harnpy.lifecycle.waitpoints.durable import resume_waiters
+    from harnpy.store import TimerWaitpoint
 
-    timer = store.get_waitpoint(args.id)
-    if timer is not None and (timer.metadata or {}).get("kind") == "timeout":
-        # a wait's own timer: it fires on the store clock; completing or cancelling it by
-        # hand would leave the wait without its timeout
-        _err(
-            f"harnpy waitpoint {cmd}: {args.id} is the timer of a wait with a timeout (it "
-            "fires by itself); complete or cancel the waitpoint it times, nothing changed"
-        )
+    try:
+        if cmd == "complete":
+            won = store.complete_waitpoint(args.id, value, by=args.by)
+        else:
+            won = store.cancel_waitpoint(args.id, error={"reason": args.reason}, by=args.by)
+    except TimerWaitpoint as e:
+        _err(f"harnpy waitpoint {cmd}: {e.message}")
         return 1
-    if cmd == "complete":
-        won = store.complete_waitpoint(args.id, value, by=args.by)
-    else:
-        won = store.cancel_waitpoint(args.id, error={"reason": args.reason}, by=args.by)
     rec = store.get_waitpoint(args.id)
     if rec is None:
         _err(f"harnpy waitpoint {cmd}: no waitpoint {args.id} in {store.display}")

@@ -34,6 +34,7 @@ was.
 from __future__ import annotations
 
 import os
+import shlex
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -207,7 +208,8 @@ def park(
         return v
     thread.runtime.write_err(
         f"harnpy: parked on waitpoint {', '.join(ids)} (checkpoint {ref}); complete it with "
-        f"`harnpy waitpoint complete ID JSON`, then `harnpy waitpoint resume`\n"
+        f"`harnpy waitpoint complete {shlex.quote(ids[0])} JSON`, then "
+        "`harnpy waitpoint resume`\n"
     )
     raise SnapshotExit(ref)
 
@@ -342,7 +344,7 @@ def checkpoint_ready(store: Any, info: Any) -> bool:
 def _cancel_timer(store: Any, pk: dict[str, Any]) -> None:
     if pk.get("timer"):
         try:
-            store.cancel_waitpoint(pk["timer"], error={"reason": "wait ended"}, by="wait")
+            store.cancel_timer(pk["timer"])
         except Exception:  # noqa: BLE001 - a leftover timer only shows in `waitpoint ls`
             pass
 
