@@ -84,3 +84,22 @@ def _prog(command: str) -> str:
 
 
 __all__ = ["colorize", "error", "use_color", "warning", "write_err"]
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` ``type=`` for counts and durations in milliseconds that must be
+    at least 1 (``--lease-ms``, ``--poll-ms``, ``--concurrency``...).
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not a whole number of at least 1 (argparse
+            reports ``harnpy COMMAND: error: argument --X: ...`` and exits with 2).
+    """
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n

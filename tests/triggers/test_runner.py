@@ -303,3 +303,22 @@ def test_a_refused_resume_keeps_the_wait_pending(tmp_path: Path) -> None:
     again = store.get(wait.id)
     assert again is not None and again.status == "pending" and store.receipt(wait.id) is None
     assert store.cancel(wait.id, clock.now_ms(), "closed")  # still closable
+
+
+def test_lease_and_poll_options_must_be_positive(tmp_path: Path) -> None:
+    """``--lease-ms 0`` (every claim expired at once) or a negative ``--poll-ms`` is a
+    usage error naming the option, exit 2, not accepted silently."""
+    store = str(tmp_path / "s.sqlite3")
+    for args in (
+        ["worker", "--once", "--lease-ms", "0"],
+        ["worker", "--once", "--poll-ms", "-1"],
+        ["workers", "resume", "w1", "--lease-ms", "-5"],
+        ["waitpoint", "resume", "--poll-ms", "0"],
+    ):
+        p = harnpy(*args, "--store", f"sqlite://{store}")
+        opt = args[-2]
+        assert p.returncode == 2, (args, p.stderr)
+        assert f"error: argument {opt}: must be at least 1, not {args[-1]}" in p.stderr
+    p = harnpy("worker", "--once", "--lease-ms", "soon", "--store", f"sqlite://{store}")
+    assert p.returncode == 2 and "not a whole number: 'soon'" in p.stderr
+    assert not (tmp_path / "s.sqlite3").exists()

@@ -33,6 +33,8 @@ import argparse
 import sys
 from typing import Any
 
+from harnpy.clitext import positive_int
+
 
 def add_subparsers(sub: Any) -> None:
     """Add ``worker`` and ``workers`` to the ``harnpy`` subcommand parser ``sub``."""
@@ -47,10 +49,10 @@ def add_subparsers(sub: Any) -> None:
         "worker", parents=[store_opt], help="resume due parked workers from the wait store"
     )
     w.add_argument("--once", action="store_true", help="one pass, then exit")
-    w.add_argument("--poll-ms", type=int, default=1000, help="poll interval (ms)")
+    w.add_argument("--poll-ms", type=positive_int, default=1000, help="poll interval (ms)")
     w.add_argument(
         "--lease-ms",
-        type=int,
+        type=positive_int,
         default=60_000,
         help="claim lease (ms) of the waits and parked programs it resumes",
     )
@@ -83,7 +85,7 @@ def add_subparsers(sub: Any) -> None:
     res.add_argument("id")
     res.add_argument("--input", default=None, help="resume input text")
     res.add_argument("--resume-cmd", metavar="CMD", help="command resuming a snapshot")
-    res.add_argument("--lease-ms", type=int, default=60_000, help="claim lease (ms)")
+    res.add_argument("--lease-ms", type=positive_int, default=60_000, help="claim lease (ms)")
     res.add_argument("--upgrade-code", action="store_true", help=upgrade_help)
     close = wsub.add_parser("close", parents=[store_opt], help="cancel a parked worker")
     close.add_argument("id")

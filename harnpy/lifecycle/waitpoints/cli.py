@@ -32,6 +32,8 @@ import sys
 import time
 from typing import Any
 
+from harnpy.clitext import positive_int
+
 #: Help text of ``--upgrade-code`` on the commands that resume parked programs.
 UPGRADE_HELP = (
     "resumed runs continue on the current files when the functions on their parked stack "
@@ -65,7 +67,7 @@ def add_subparsers(sub: Any) -> None:
     res = wsub.add_parser("resume", parents=[common], help="resume parked programs now")
     res.add_argument("id", nargs="?", default=None, help="a waitpoint or checkpoint id")
     res.add_argument("--watch", action="store_true", help="keep polling until Ctrl-C")
-    res.add_argument("--poll-ms", type=int, default=500, help="poll interval with --watch")
+    res.add_argument("--poll-ms", type=positive_int, default=500, help="poll interval with --watch")
     for p in (comp, canc, res):
         p.add_argument("--llm-mock", metavar="FILE", help="mock LLM replies for resumed runs")
         p.add_argument("--upgrade-code", action="store_true", help=UPGRADE_HELP)
@@ -82,16 +84,16 @@ def main(args: argparse.Namespace) -> int:
 
     cmd = getattr(args, "waitpoint_command", None)
     if cmd is None:
-        _err("harnpy waitpoint: give ls, show ID, complete ID JSON, cancel ID or resume")
+        _err("harnpy waitpoint: error: give ls, show ID, complete ID JSON, cancel ID or resume")
         return 2
     try:
         url = configured_store_url(args.store)
     except StoreError as e:
-        _err(f"harnpy waitpoint {cmd}: {e.message}")
+        _err(f"harnpy waitpoint {cmd}: error: {e.message}")
         return 2
     if url is None or url.kind == "directory":
         _err(
-            f"harnpy waitpoint {cmd}: no store named: give --store URL (sqlite:///PATH, "
+            f"harnpy waitpoint {cmd}: error: no store named: give --store URL (sqlite:///PATH, "
             "postgresql://...) or set HARNPY_STORE (durable waitpoints live in a store)"
         )
         return 2
@@ -101,16 +103,13 @@ def main(args: argparse.Namespace) -> int:
             value = json.loads(args.value)
         except ValueError as e:
             _err(
-                f"harnpy waitpoint complete: the value is not JSON ({e}); quote a string "
+                f"harnpy waitpoint complete: error: the value is not JSON ({e}); quote a string "
                 "as '\"text\"'"
             )
             return 2
-    if cmd == "resume" and args.poll_ms <= 0:
-        _err("harnpy waitpoint resume: --poll-ms must be positive")
-        return 2
     if getattr(args, "upgrade_code", False):
         if cmd in ("complete", "cancel") and not args.resume:
-            _err(f"harnpy waitpoint {cmd}: --upgrade-code applies with --resume only")
+            _err(f"harnpy waitpoint {cmd}: error: --upgrade-code applies with --resume only")
             return 2
         from harnpy.runtime.resume import opt_into_upgrade
 
@@ -129,7 +128,7 @@ def main(args: argparse.Namespace) -> int:
             return _finish(store, args, cmd, value)
         return _resume(store, args)
     except StoreError as e:
-        _err(f"harnpy: {e.message}")
+        _err(f"harnpy waitpoint {cmd}: error: {e.message}")
         return 2
     except KeyboardInterrupt:
         _err("harnpy: interrupted")
@@ -149,7 +148,7 @@ def _no_store(args: argparse.Namespace, cmd: str, display: str) -> int:
     if cmd == "resume" and args.id is None:
         _err(f"harnpy waitpoint resume: nothing was resumed: {where}")
         return 0
-    _err(f"harnpy waitpoint {cmd}: no waitpoint {args.id}: {where}")
+    _err(f"harnpy waitpoint {cmd}: error: no waitpoint {args.id}: {where}")
     return 1
 
 
@@ -189,7 +188,7 @@ def _ls(store: Any, args: argparse.Namespace) -> int:
 def _show(store: Any, args: argparse.Namespace) -> int:
     rec = store.get_waitpoint(args.id)
     if rec is None:
-        _err(f"harnpy waitpoint show: no waitpoint {args.id} in {store.display}")
+        _err(f"harnpy waitpoint show: error: no waitpoint {args.id} in {store.display}")
         return 1
     d = _row(rec)
     if args.json:
@@ -282,11 +281,11 @@ def _finish(store: Any, args: argparse.Namespace, cmd: str, value: Any) -> int:
         else:
             won = store.cancel_waitpoint(args.id, error={"reason": args.reason}, by=args.by)
     except TimerWaitpoint as e:
-        _err(f"harnpy waitpoint {cmd}: {e.message}")
+        _err(f"harnpy waitpoint {cmd}: error: {e.message}")
         return 1
     rec = store.get_waitpoint(args.id)
     if rec is None:
-        _err(f"harnpy waitpoint {cmd}: no waitpoint {args.id} in {store.display}")
+        _err(f"harnpy waitpoint {cmd}: error: no waitpoint {args.id} in {store.display}")
         return 1
     if args.json:
         d = _row(rec)
@@ -294,7 +293,7 @@ def _finish(store: Any, args: argparse.Namespace, cmd: str, value: Any) -> int:
         sys.stdout.write(json.dumps(d, ensure_ascii=False) + "\n")
     code = 0
     if not won:
-        _err(f"harnpy waitpoint {cmd}: {args.id} is {rec.status} already; nothing changed")
+        _err(f"harnpy waitpoint {cmd}: error: {args.id} is {rec.status} already; nothing changed")
         code = 1
     elif not args.json:
         sys.stdout.write(f"{args.id} {rec.status}\n")
@@ -330,6 +329,8 @@ def _resume(store: Any, args: argparse.Namespace) -> int:
                 break
             time.sleep(args.poll_ms / 1000.0)
     except LookupError:
-        _err(f"harnpy waitpoint resume: no waitpoint or checkpoint {args.id} in {store.display}")
+        _err(
+            f"harnpy waitpoint resume: error: no waitpoint or checkpoint {args.id} in {store.display}"
+        )
         return 1
     return code
