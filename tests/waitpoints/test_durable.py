@@ -553,3 +553,35 @@ def test_the_timer_of_a_wait_cannot_be_completed_or_cancelled_by_hand(
         assert st.get_waitpoint(timer.id).status == "open"  # type: ignore[union-attr]
     finally:
         st.close()
+
+
+def test_a_program_that_finished_no_longer_shows_as_waiting(tmp_path: Path, store_url: str) -> None:
+    """A fan-in ended by one cancelled waitpoint: the program finished, the other waitpoint
+    is still open with the program registered on it; `ls` lists no waiter for it and
+    `show` says the program no longer waits (it used to list the finished program)."""
+    (tmp_path / "p.harn").write_text(
+        'import "std/waitpoint"\n'
+        "pipeline main() {\n"
+        '  let a = create("a")\n'
+        '  let b = create("b")\n'
+        '  try { wait([a, b]) } catch e { println("caught " + e.name) }\n'
+        "}\n",
+        encoding="utf-8",
+    )
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    before = run("waitpoint", "ls", "--json", cwd=tmp_path, store=store_url)
+    rows = {r["id"]: r for r in json.loads(before.stdout)}
+    (prog,) = {w["worker_id"] for w in rows["b"]["waiters"]}
+    assert rows["b"]["waiters"][0]["state"] == "waiting"
+    r = run("waitpoint", "cancel", "a", "--resume", cwd=tmp_path, store=store_url)
+    assert r.returncode == 0 and "caught WaitpointCancelledError" in r.stdout, r.stderr
+    listed = run("waitpoint", "ls", cwd=tmp_path, store=store_url)
+    (line,) = [ln for ln in listed.stdout.splitlines() if ln.startswith("b ")]
+    assert line.split()[-1] == "-" and prog not in listed.stdout, listed.stdout
+    shown = run("waitpoint", "show", "b", cwd=tmp_path, store=store_url)
+    assert f"waiter:       {prog} (park " in shown.stdout
+    assert "no longer waits: completed" in shown.stdout, shown.stdout
+    as_json = json.loads(
+        run("waitpoint", "show", "b", "--json", cwd=tmp_path, store=store_url).stdout
+    )
+    assert [w["state"] for w in as_json["waiters"]] == ["completed"]

@@ -152,14 +152,43 @@ def _no_store(args: argparse.Namespace, cmd: str, display: str) -> int:
     return 1
 
 
-def _row(rec: Any) -> dict[str, Any]:
+def _waiter_states(store: Any, rec: Any) -> list[tuple[str, str | None, str]]:
+    """``(worker id, park id, state)`` of each program registered as a waiter of ``rec``:
+    ``waiting`` while its checkpoint is still parked at that park (or being resumed from
+    it), else what became of it (``completed``, ``failed``, ``parked elsewhere``, ``gone``...):
+    a program that finished or moved on stays registered, but no longer waits."""
+    out: list[tuple[str, str | None, str]] = []
+    for w, p in rec.waiters:
+        try:
+            info = store.checkpoint_info(w)
+        except Exception:  # noqa: BLE001 - a damaged row: shown, not fatal to the listing
+            out.append((w, p, "unreadable"))
+            continue
+        if info is None:
+            state = "gone"
+        elif info.status == "running":
+            state = "waiting"  # its resume runs now (the park shown is the one it claimed)
+        elif info.status == "suspended":
+            state = "waiting" if p is None or info.park_id == p else "parked elsewhere"
+        else:
+            state = info.status
+        out.append((w, p, state))
+    return out
+
+
+def _row(rec: Any, store: Any = None) -> dict[str, Any]:
     from harnpy.lifecycle.waitpoints.model import iso_ms
 
     d = rec.to_json()
     d["created_at"] = iso_ms(rec.created_at_ms)
     d["completed_at"] = iso_ms(rec.completed_at_ms)
     d["kind"] = (rec.metadata or {}).get("kind") or "waitpoint"
-    d["waiters"] = [{"worker_id": w, "park_id": p} for w, p in rec.waiters]
+    if store is None:
+        d["waiters"] = [{"worker_id": w, "park_id": p} for w, p in rec.waiters]
+    else:
+        d["waiters"] = [
+            {"worker_id": w, "park_id": p, "state": st} for w, p, st in _waiter_states(store, rec)
+        ]
     return d
 
 
@@ -168,16 +197,17 @@ def _ls(store: Any, args: argparse.Namespace) -> int:
     if not args.all:
         recs = [r for r in recs if (r.metadata or {}).get("kind") != "timeout"]
     if args.json:
-        sys.stdout.write(json.dumps([_row(r) for r in recs], ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps([_row(r, store) for r in recs], ensure_ascii=False) + "\n")
         return 0
     if not recs:
         sys.stdout.write("no open waitpoints\n" if not args.all else "no waitpoints\n")
         return 0
     lines = [("ID", "STATUS", "KIND", "CREATED", "WAITERS")]
     for r in recs:
-        d = _row(r)
-        waiters = ",".join(w for w, _ in r.waiters) or "-"
-        lines.append((r.id, r.status, d["kind"], d["created_at"] or "-", waiters))
+        d = _row(r, store)
+        # who waits now (a program that finished or parked elsewhere no longer does)
+        waiters = ",".join(w["worker_id"] for w in d["waiters"] if w["state"] == "waiting")
+        lines.append((r.id, r.status, d["kind"], d["created_at"] or "-", waiters or "-"))
     widths = [max(len(x[i]) for x in lines) for i in range(4)]
     for ln in lines:
         sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(ln[:4], widths, strict=True)))
@@ -190,7 +220,7 @@ def _show(store: Any, args: argparse.Namespace) -> int:
     if rec is None:
         _err(f"harnpy waitpoint show: error: no waitpoint {args.id} in {store.display}")
         return 1
-    d = _row(rec)
+    d = _row(rec, store)
     if args.json:
         sys.stdout.write(json.dumps(d, ensure_ascii=False) + "\n")
         return 0
@@ -210,8 +240,9 @@ def _show(store: Any, args: argparse.Namespace) -> int:
         out.append(f"key:          {rec.submission_key}")
     if rec.run_id:
         out.append(f"run:          {rec.run_id}")
-    for w, p in rec.waiters:
-        out.append(f"waiter:       {w} (park {p or '-'})")
+    for w in d["waiters"]:
+        state = "" if w["state"] == "waiting" else f"; no longer waits: {w['state']}"
+        out.append(f"waiter:       {w['worker_id']} (park {w['park_id'] or '-'}{state})")
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 
