@@ -585,3 +585,35 @@ def test_a_program_that_finished_no_longer_shows_as_waiting(tmp_path: Path, stor
         run("waitpoint", "show", "b", "--json", cwd=tmp_path, store=store_url).stdout
     )
     assert [w["state"] for w in as_json["waiters"]] == ["completed"]
+
+
+def test_waitpoint_show_shows_a_parked_and_a_finished_program(
+    tmp_path: Path, store_url: str
+) -> None:
+    """`waitpoint show prog-...` shows the program checkpoint (what it waits on, how to
+    resume it; then that it completed); `workers show prog-...` points there."""
+    (tmp_path / "p.harn").write_text(
+        'import "std/waitpoint"\npipeline main() {\n  let v = wait(create("x"))\n'
+        "  println(v.value)\n}\n",
+        encoding="utf-8",
+    )
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    shown = json.loads(
+        run("waitpoint", "show", "x", "--json", cwd=tmp_path, store=store_url).stdout
+    )
+    prog = shown["waiters"][0]["worker_id"]
+    parked = run("waitpoint", "show", prog, cwd=tmp_path, store=store_url)
+    assert parked.returncode == 0, parked.stderr
+    assert "status:       suspended" in parked.stdout
+    assert "waits on:     x (open)" in parked.stdout
+    assert f"resume with:  harnpy waitpoint resume {prog}" in parked.stdout
+    hint = run("workers", "show", prog, "--store", store_url, cwd=tmp_path)
+    assert hint.returncode == 1 and f"`harnpy waitpoint show {prog}` shows it" in hint.stderr
+    r = run("waitpoint", "complete", "x", '"ok"', "--resume", cwd=tmp_path, store=store_url)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["x completed", "ok"], r.stderr
+    done = json.loads(
+        run("waitpoint", "show", prog, "--json", cwd=tmp_path, store=store_url).stdout
+    )
+    assert done["status"] == "completed" and done["version"] == 2
+    missing = run("waitpoint", "show", "prog-nope", cwd=tmp_path, store=store_url)
+    assert missing.returncode == 1 and "no waitpoint or parked program prog-nope" in missing.stderr

@@ -412,6 +412,18 @@ def _show_parked(args: argparse.Namespace, store: Any) -> int | None:
     return 0
 
 
+def _is_program(store: Any, worker_id: str) -> bool:
+    """Whether ``store`` holds a program checkpoint (``prog-...``, parked on durable
+    waitpoints) of that id: what ``harnpy waitpoint show`` shows, not a worker."""
+    from harnpy.lifecycle.checkpoint_store import PROGRAM_MODE
+
+    try:
+        info = store.checkpoint_info(worker_id) if hasattr(store, "checkpoint_info") else None
+    except Exception:  # noqa: BLE001 - only a hint: a store that cannot say gives none
+        return False
+    return info is not None and info.mode == PROGRAM_MODE
+
+
 def _resume_name(row: Any) -> str:
     """What ``harnpy run --resume`` takes for ``row`` from this shell: its short id when
     that finds it (a snapshot file, or a row of the store ``HARNPY_STORE`` names), else the
@@ -445,6 +457,11 @@ def _show(args: argparse.Namespace, store: Any) -> int:
         if shown is not None:
             return shown
         sys.stderr.write(f"harnpy workers: no wait for `{args.id}`\n")
+        if _is_program(store, args.id):
+            sys.stderr.write(
+                f"harnpy workers: {args.id} is a program checkpoint (a run parked on "
+                f"waitpoints): `harnpy waitpoint show {args.id}` shows it\n"
+            )
         return 1
     data = rec.to_json()
     data["receipt"] = store.receipt(rec.id)

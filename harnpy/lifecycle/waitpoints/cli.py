@@ -216,9 +216,17 @@ def _ls(store: Any, args: argparse.Namespace) -> int:
 
 
 def _show(store: Any, args: argparse.Namespace) -> int:
+    from harnpy.lifecycle.waitpoints.durable import MODE
+
     rec = store.get_waitpoint(args.id)
     if rec is None:
-        _err(f"harnpy waitpoint show: error: no waitpoint {args.id} in {store.display}")
+        info = store.checkpoint_info(args.id)
+        if info is not None and info.mode in (MODE, None):
+            return _show_program(store, args, info)
+        _err(
+            f"harnpy waitpoint show: error: no waitpoint or parked program {args.id} in "
+            f"{store.display}"
+        )
         return 1
     d = _row(rec, store)
     if args.json:
@@ -243,6 +251,42 @@ def _show(store: Any, args: argparse.Namespace) -> int:
     for w in d["waiters"]:
         state = "" if w["state"] == "waiting" else f"; no longer waits: {w['state']}"
         out.append(f"waiter:       {w['worker_id']} (park {w['park_id'] or '-'}{state})")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _show_program(store: Any, args: argparse.Namespace, info: Any) -> int:
+    """``waitpoint show prog-...``: a program checkpoint of the store (parked on
+    waitpoints, being resumed, or finished): its status, the waitpoints it waits on and
+    how to resume it."""
+    from harnpy.lifecycle.waitpoints.model import iso_ms
+
+    wps = store.waitpoints_of(info.worker_id)
+    if args.json:
+        d = info.to_json()
+        d["updated_at"] = iso_ms(info.updated_at_ms)
+        d["waitpoints"] = [{"id": w.id, "status": w.status} for w in wps]
+        sys.stdout.write(json.dumps(d, ensure_ascii=False) + "\n")
+        return 0
+    out = [
+        f"program:      {info.worker_id}",
+        f"status:       {info.status}",
+        f"updated_at:   {iso_ms(info.updated_at_ms)} (version {info.version})",
+        f"checkpoint:   {info.ref}",
+    ]
+    if info.status == "running":
+        until = info.claim_expires_at_ms
+        out.append(
+            f"claim:        being resumed by {info.claim_holder or '-'}"
+            + (f" (lease until {iso_ms(until)})" if until is not None else "")
+        )
+    if info.status in ("suspended", "running"):
+        for w in wps:
+            out.append(f"waits on:     {w.id} ({w.status})")
+    if info.status == "suspended":
+        out.append(
+            f"resume with:  harnpy waitpoint resume {info.worker_id} (once its wait is over)"
+        )
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 
