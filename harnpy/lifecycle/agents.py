@@ -169,8 +169,12 @@ def new_state(
         raise thrown(f"{where}: options must be a dict")
     if system is not None and type(system) is not str:
         raise thrown(f"{where}: system must be a string or nil")
+    from harnpy.lifecycle.option_names import warn_misspelt_options
     from harnpy.lifecycle.profiles import apply_profile
 
+    if options and where == "agent_loop":
+        # the script's own options dict (a worker's mixes in its node's other keys)
+        warn_misspelt_options(runtime, options, where)
     opts: dict[str, Any] = apply_profile(dict(options or {}), where)
     if system is None and type(opts.get("system")) is str:
         system = opts["system"]
