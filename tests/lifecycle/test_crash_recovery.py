@@ -324,6 +324,50 @@ def test_a_resume_that_dies_after_the_runner_looked_is_run_again(
     assert rec.outcome["status"] != "recovered", rec.outcome
 
 
+def test_a_wait_due_while_a_resume_by_hand_runs_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait of a park becomes due while `harnpy run --resume` (by hand, not through
+    the wait) holds the worker: the runner leaves the wait pending (it used to cancel it as
+    stale, and a resume by hand that then died left the worker parked with no wait). Once
+    that resume died, the runner puts its park back and resumes the worker through the
+    wait."""
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for
+    from harnpy.lifecycle.triggers import runner as runner_mod
+    from harnpy.lifecycle.triggers.store import open_store
+
+    store_path = str(tmp_path / "s.sqlite3")
+    env = {**ENV, "HARNPY_STORE": store_path}
+    (tmp_path / "w.harn").write_text(TRIGGER_PARK)
+    p = harnpy("run", "w.harn", cwd=tmp_path, env=env)
+    assert p.returncode == 0 and p.stdout.strip() == "suspended", p.stderr
+    s = open_store(store_path)
+    (wait,) = s.list_waits()
+    snap = str(wait.snapshot_path)
+    wait.deadline_ms = 1  # the timeout is due now
+    s.update(wait)
+    by_hand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        ck, key = checkpoint_for(snap)
+        ck.claim_checkpoint(key, "by-hand", owner={"pid": by_hand.pid, "host": os.uname().nodename})
+        monkeypatch.chdir(tmp_path)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        runner = runner_mod.WorkerRunner(s, log=lambda _t: None)
+        out = runner.process(wait.id)
+        assert out is not None and out["status"] == "in_progress", out
+        rec = s.get(wait.id)
+        assert rec is not None and rec.status == "pending", rec
+        assert read_doc(Path(snap))["status"] == "running"
+    finally:
+        by_hand.kill()
+        by_hand.wait()
+    out = runner.process(wait.id)  # the resume by hand died: its park is put back
+    assert out is not None and out["status"] == "resumed", out
+    assert read_doc(Path(snap))["status"] == "completed"
+    assert _steps(tmp_path) == 1
+
+
 def test_stray_snapshot_temp_files_are_swept_on_the_next_write(tmp_path: Path) -> None:
     from harnpy.runtime.snapshot import write_atomic
     from harnpy.security import files

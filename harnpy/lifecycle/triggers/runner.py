@@ -409,6 +409,12 @@ class WorkerRunner:
             cause, event = "manual", None
         else:
             cause, event = self._cause(rec, now)
+        if self._resumed_elsewhere(rec):
+            # a resume that did not come through this wait (`harnpy run --resume` by hand)
+            # holds the worker: decided on a later pass, once it committed (this wait is
+            # then stale) or died (its park is put back, and this wait resumes it)
+            self.store.release(rec.id, token, self.clock.now_ms(), "resume in progress elsewhere")
+            return {**base, "status": "in_progress"}
         stale = self._stale(rec, cause)
         if stale is not None:
             outcome = {"cause": cause, "status": "stale", "error": stale}
@@ -497,6 +503,20 @@ class WorkerRunner:
             return "in_progress" if _process_alive(info) else "not_taken"
         code = outcome.get("exit_code") if isinstance(outcome, dict) else None
         return "taken" if code in (0, PARKED_AGAIN_EXIT, ALREADY_RESUMED_EXIT) else "not_taken"
+
+    def _resumed_elsewhere(self, rec: WaitRecord) -> bool:
+        """Whether ``rec``'s worker snapshot says ``running`` under a live claim: a store
+        row's live lease, or a file whose owner process still runs (a dead owner's park
+        was put back at the start of :meth:`_handle`)."""
+        from harnpy.lifecycle.checkpoint_store import is_store_ref
+        from harnpy.lifecycle.suspend import owner_alive
+        from harnpy.lifecycle.triggers._util import _read_worker_record
+
+        path = rec.snapshot_path
+        read = _read_worker_record(path) if path else None
+        if read is None or read[1].get("status") != "running":
+            return False
+        return is_store_ref(path or "") or owner_alive(read[1])
 
     def _stale(self, rec: WaitRecord, cause: str) -> str | None:
         """The ``HARN-SUS-006`` text when ``rec``'s worker snapshot shows that the wait no
