@@ -177,7 +177,7 @@ pipeline main() {
     println("unexpected " + e.name)
   }
   try {
-    wait(t, {timeout: 50ms})
+    wait(t, {timeout: 1s})
   } catch e {
     println(e.name + " " + e.category)
   }
@@ -201,7 +201,7 @@ def test_fan_in_timeout_and_cancel_across_processes(tmp_path: Path, store_url: s
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["b completed", "fan-in xy"]  # parked again on t
     assert "parked again" in r.stderr
-    time.sleep(0.1)
+    time.sleep(1.1)  # past the 1 s timeout of the wait on t (it parked before)
     r = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["WaitpointTimeoutError timeout"]  # then parks on c
@@ -617,3 +617,41 @@ def test_waitpoint_show_shows_a_parked_and_a_finished_program(
     assert done["status"] == "completed" and done["version"] == 2
     missing = run("waitpoint", "show", "prog-nope", cwd=tmp_path, store=store_url)
     assert missing.returncode == 1 and "no waitpoint or parked program prog-nope" in missing.stderr
+
+
+RACE = """
+import "std/waitpoint"
+
+pipeline main() {
+  let wp = create(argv()[0])
+  try {
+    let got = wait(wp, {timeout: 1s})
+    println("got " + got.value)
+  } catch e {
+    println("caught " + e.name)
+  }
+}
+"""
+
+
+def test_completion_and_timeout_whichever_came_first_wins(tmp_path: Path, store_url: str) -> None:
+    """A completion that arrives after the deadline, before any poller fired the timer, is
+    a timeout (it used to win); a completion before the deadline wins even when the timer
+    was fired by a poller afterwards."""
+    from harnpy.lifecycle.waitpoints.durable import time_out_due
+
+    (tmp_path / "p.harn").write_text(RACE, encoding="utf-8")
+    for wid in ("late", "early"):
+        r = run("run", "p.harn", "--", wid, cwd=tmp_path, store=store_url)
+        assert r.returncode == 3, r.stderr
+    st = _store(store_url)
+    try:
+        assert st.complete_waitpoint("early", "in time")
+        time.sleep(1.3)  # both deadlines pass; nothing fired the timers
+        assert st.complete_waitpoint("late", "too late")
+        assert time_out_due(st) == 2  # a poller fires both timers now
+    finally:
+        st.close()
+    r = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["caught WaitpointTimeoutError", "got in time"]

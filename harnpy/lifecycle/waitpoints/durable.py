@@ -95,15 +95,45 @@ class CannotPark(Exception):
 
 
 def _outcome(store: Any, pk: dict[str, Any]) -> tuple[str, Any] | None:
-    """The result of a park's wait as it is in the store now (None: not over)."""
+    """The result of a park's wait as it is in the store now (None: not over).
+
+    With a timeout, whichever came first on the store clock wins, whenever a resumer looks:
+    the waitpoints finishing (every one completed, or the first cancelled) at or before
+    the deadline give their value or error; finishing after it (a late completion, before
+    any poller fired the timer) or not at all by then is ``WaitpointTimeoutError``, and the
+    timer is marked ``timed_out`` (a timer fired by a poller after an earlier completion
+    does not turn that completion into a timeout)."""
     ids = list(pk["ids"])
     recs = [store_record(store, i) for i in ids]
     r = readiness(pk["wait_id"], ids, bool(pk["single"]), recs)
-    if r is None and pk.get("timer"):
-        t = store.get_waitpoint(pk["timer"])
-        if t is not None and t.status == "timed_out":
-            r = ("throw", timeout_error(pk["wait_id"], ids, pk.get("timeout_ms")))
-    return r
+    t = store.get_waitpoint(pk["timer"]) if pk.get("timer") else None
+    if t is None or t.timeout_at_ms is None:
+        return r
+    deadline = int(t.timeout_at_ms)
+    if r is not None:
+        when = _finished_at(store, ids, r[0] == "value")
+        if when is None or when <= deadline:
+            return r
+    elif t.status != "timed_out" and store.now_ms() < deadline:
+        return None
+    if t.status == "open":
+        store.time_out_waitpoint(t.id)
+    return "throw", timeout_error(pk["wait_id"], ids, pk.get("timeout_ms"))
+
+
+def _finished_at(store: Any, ids: list[str], completed: bool) -> int | None:
+    """When (store clock, ms) the waitpoints ``ids`` ended a wait: the last completion
+    when every one completed, else the first cancellation or timeout; None when unknown."""
+    times: list[int] = []
+    for i in ids:
+        rec = store.get_waitpoint(i)
+        if rec is None or rec.completed_at_ms is None:
+            continue
+        if completed or rec.status in ("cancelled", "timed_out"):
+            times.append(int(rec.completed_at_ms))
+    if not times:
+        return None
+    return max(times) if completed else min(times)
 
 
 def _main_name(rt: Any) -> str | None:
