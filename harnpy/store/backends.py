@@ -157,20 +157,23 @@ class SqliteBackend(Backend):
     def __init__(self, url: StoreURL) -> None:
         super().__init__(url)
         path = url.target
+        verb = "create"
         try:
             _private_parent(path)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                os.fchmod(fd, 0o600)
-            finally:
-                os.close(fd)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                # an existing file keeps its mode until it proves to be a store (below)
+                verb = "open"
+                fd = os.open(path, os.O_RDWR)
+            os.close(fd)
         except IsADirectoryError:
             raise StoreError(
                 f"store {url}: {path} is a directory, not a database file", "config"
             ) from None
         except OSError as e:
             raise StoreError(
-                f"store {url}: cannot create {path}: {e.strerror or e}", "io"
+                f"store {url}: cannot {verb} {path}: {e.strerror or e}", "io"
             ) from None
         try:
             self._db = sqlite3.connect(
@@ -184,7 +187,12 @@ class SqliteBackend(Backend):
             with contextlib.suppress(sqlite3.OperationalError):  # e.g. a read-only mount
                 self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
-            self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            tables = [
+                str(r[0])
+                for r in self._db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                ).fetchall()
+            ]
         except sqlite3.DatabaseError as e:
             self._db.close()
             raise StoreError(
@@ -192,6 +200,17 @@ class SqliteBackend(Backend):
                 "move this one away",
                 "config",
             ) from None
+        legacy = {"waits", "resume_receipts"} <= set(tables)  # harnpy's wait store of old
+        if tables and "harnpy_schema" not in tables and not legacy:
+            # another program's database: harnpy's tables are not written into it
+            self._db.close()
+            shown = ", ".join(tables[:3]) + (", ..." if len(tables) > 3 else "")
+            raise StoreError(
+                f"store {url}: {path} is the SQLite database of something else (tables "
+                f"{shown}; no harnpy_schema); name another file",
+                "config",
+            )
+        os.chmod(path, 0o600)  # a store (or an empty file becoming one): private
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(OSError):
                 os.chmod(path + suffix, 0o600)

@@ -174,3 +174,34 @@ def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     bad.write_text("this is not a database\n")
     with pytest.raises(StoreError, match="bad.sqlite3 is not an SQLite database"):
         open_store(str(bad))
+
+
+def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    """An SQLite file of some other program (tables, no harnpy_schema) is refused, and
+    neither it nor a non-database file gets harnpy's tables or a new mode; an empty file
+    and a new one become a private store."""
+    import os
+    import sqlite3
+
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TABLE orders (id INTEGER)")
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database\n")
+    for f in (other, junk):
+        os.chmod(f, 0o644)
+    with pytest.raises(StoreError, match="app.db is the SQLite database of something else"):
+        open_store(str(other))
+    with pytest.raises(StoreError, match="junk.db is not an SQLite database"):
+        open_store(str(junk))
+    for f in (other, junk):
+        assert os.stat(f).st_mode & 0o777 == 0o644
+    with sqlite3.connect(other) as c:
+        names = [r[0] for r in c.execute("SELECT name FROM sqlite_master")]
+    assert names == ["orders"]
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    os.chmod(empty, 0o644)
+    for f in (empty, tmp_path / "new.db"):
+        open_store(str(f)).close()
+        assert os.stat(f).st_mode & 0o777 == 0o600
