@@ -15,6 +15,8 @@ import socket
 import sys
 from typing import Any
 
+from harnpy.clitext import MAX_POSITIVE_INT
+
 __all__ = ["add_subparsers", "parse_bind"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -127,6 +129,9 @@ def serve_main(args: argparse.Namespace) -> int:
     for name in ("concurrency", "wait_ms", "lease_ms", "poll_ms", "grace_ms", "max_body_bytes"):
         if getattr(args, name) < (1 if name in ("concurrency", "lease_ms", "poll_ms") else 0):
             _err(f"--{name.replace('_', '-')} must be positive")
+            return EXIT_USAGE
+        if getattr(args, name) > MAX_POSITIVE_INT:
+            _err(f"--{name.replace('_', '-')} must be at most {MAX_POSITIVE_INT}")
             return EXIT_USAGE
     if args.upgrade_code:
         from harnpy.runtime.resume import opt_into_upgrade

@@ -319,6 +319,11 @@ def test_lease_and_poll_options_must_be_positive(tmp_path: Path) -> None:
         opt = args[-2]
         assert p.returncode == 2, (args, p.stderr)
         assert f"error: argument {opt}: must be at least 1, not {args[-1]}" in p.stderr
+    huge = str(2**63 - 1)  # was accepted, then an OverflowError traceback
+    for opt in ("--lease-ms", "--poll-ms"):
+        p = harnpy("worker", "--once", opt, huge, "--store", f"sqlite://{store}")
+        assert p.returncode == 2 and f"must be at most {2**31 - 1}" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
     p = harnpy("worker", "--once", "--lease-ms", "soon", "--store", f"sqlite://{store}")
     assert p.returncode == 2 and "not a whole number: 'soon'" in p.stderr
     assert not (tmp_path / "s.sqlite3").exists()
