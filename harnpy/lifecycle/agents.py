@@ -172,7 +172,7 @@ def new_state(
     from harnpy.lifecycle.option_names import warn_misspelt_options
     from harnpy.lifecycle.profiles import apply_profile
 
-    if options and where == "agent_loop":
+    if options and where in ("agent_loop", "sub_agent_run"):
         # the script's own options dict (a worker's mixes in its node's other keys)
         warn_misspelt_options(runtime, options, where)
     opts: dict[str, Any] = apply_profile(dict(options or {}), where)

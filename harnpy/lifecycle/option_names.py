@@ -49,7 +49,8 @@ AGENT_LOOP_OPTIONS: frozenset[str] = LLM_CALL_OPTIONS | frozenset(
     verify_completion verify_completion_judge done_judge llm_transcript_dir turn_policy
     native_tool_fallback stop_after_successful_tools require_successful_tools
     stall_diagnostics skills skill_match working_files mcp_servers subagents subagent_tools
-    reminders resume_by on_delta token_budget carry worker_id task name
+    reminders resume_by on_delta token_budget carry worker_id task name judge background
+    max_verify_attempts llm_options tool_caller
     """.split()
 )
 

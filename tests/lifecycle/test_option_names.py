@@ -34,6 +34,21 @@ def test_misspelt_agent_loop_options_are_named_once(tmp_path: Path) -> None:
     ], p.stderr
 
 
+def test_sub_agent_run_options_are_checked_too(tmp_path: Path) -> None:
+    (tmp_path / "s.harn").write_text(
+        'pipeline main() {\n  llm_mock({text: "hi"})\n'
+        '  let r = sub_agent_run("q", {provider: "mock", tols: [], judge: {}})\n'
+        "  println(r.status)\n}\n"
+    )
+    p = harnpy("run", "s.harn", cwd=tmp_path, env={"HARN_LLM_CALLS_DISABLED": "1"})
+    assert p.returncode == 0, p.stderr
+    warnings = [ln for ln in p.stderr.splitlines() if "warning" in ln]
+    assert warnings == [
+        "harnpy: warning: sub_agent_run: unknown option `tols` (did you mean `tools`?); it "
+        "is ignored"
+    ], p.stderr
+
+
 def test_known_and_unlike_keys_are_not_flagged() -> None:
     known = {k: 1 for k in AGENT_LOOP_OPTIONS}
     assert misspelt_options(known, AGENT_LOOP_OPTIONS) == []

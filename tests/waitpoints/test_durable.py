@@ -655,3 +655,33 @@ def test_completion_and_timeout_whichever_came_first_wins(tmp_path: Path, store_
     r = run("waitpoint", "resume", cwd=tmp_path, store=store_url)
     assert r.returncode == 0, r.stderr
     assert sorted(r.stdout.splitlines()) == ["caught WaitpointTimeoutError", "got in time"]
+
+
+def test_waitpoint_show_of_a_program_lists_its_current_wait_only(
+    tmp_path: Path, store_url: str
+) -> None:
+    """After a first wait is over, `show prog-...` lists the waitpoints of the park it is
+    at (not the earlier one's), shows the timer as a deadline, and says when the wait is
+    over."""
+    (tmp_path / "p.harn").write_text(
+        'import "std/waitpoint"\npipeline main() {\n  wait(create("first"))\n'
+        '  wait([create("c"), create("d")], {timeout: 1h})\n  println("done")\n}\n',
+        encoding="utf-8",
+    )
+    assert run("run", "p.harn", cwd=tmp_path, store=store_url).returncode == 3
+    r = run("waitpoint", "complete", "first", "1", "--resume", cwd=tmp_path, store=store_url)
+    assert r.returncode == 0 and "parked again" in r.stderr, r.stderr
+    rows = json.loads(run("waitpoint", "ls", "--json", cwd=tmp_path, store=store_url).stdout)
+    prog = next(r["waiters"][0]["worker_id"] for r in rows if r["id"] == "c")
+    shown = run("waitpoint", "show", prog, cwd=tmp_path, store=store_url).stdout
+    lines = shown.splitlines()
+    assert [ln for ln in lines if ln.startswith("waits on:")] == [
+        "waits on:     c (open)",
+        "waits on:     d (open)",
+    ], shown
+    assert any(ln.startswith("times out:") and "(timer " in ln for ln in lines), shown
+    assert lines[-1].endswith("(once its wait is over)"), shown
+    for wid in ("c", "d"):
+        assert run("waitpoint", "complete", wid, "1", cwd=tmp_path, store=store_url).returncode == 0
+    shown = run("waitpoint", "show", prog, cwd=tmp_path, store=store_url).stdout
+    assert shown.splitlines()[-1].endswith("(its wait is over)"), shown

@@ -148,7 +148,8 @@ def _no_store(args: argparse.Namespace, cmd: str, display: str) -> int:
     if cmd == "resume" and args.id is None:
         _err(f"harnpy waitpoint resume: nothing was resumed: {where}")
         return 0
-    _err(f"harnpy waitpoint {cmd}: error: no waitpoint {args.id}: {where}")
+    what = "waitpoint or parked program" if cmd in ("show", "resume") else "waitpoint"
+    _err(f"harnpy waitpoint {cmd}: error: no {what} {args.id}: {where}")
     return 1
 
 
@@ -259,13 +260,22 @@ def _show_program(store: Any, args: argparse.Namespace, info: Any) -> int:
     """``waitpoint show prog-...``: a program checkpoint of the store (parked on
     waitpoints, being resumed, or finished): its status, the waitpoints it waits on and
     how to resume it."""
+    from harnpy.lifecycle.waitpoints.durable import checkpoint_ready
     from harnpy.lifecycle.waitpoints.model import iso_ms
 
-    wps = store.waitpoints_of(info.worker_id)
+    # the waitpoints of its current park (not those of waits it is past)
+    wps = [
+        w
+        for w in store.waitpoints_of(info.worker_id)
+        if (info.worker_id, info.park_id) in w.waiters
+    ]
     if args.json:
         d = info.to_json()
         d["updated_at"] = iso_ms(info.updated_at_ms)
-        d["waitpoints"] = [{"id": w.id, "status": w.status} for w in wps]
+        d["waitpoints"] = [
+            {"id": w.id, "status": w.status, "kind": (w.metadata or {}).get("kind") or "waitpoint"}
+            for w in wps
+        ]
         sys.stdout.write(json.dumps(d, ensure_ascii=False) + "\n")
         return 0
     out = [
@@ -282,11 +292,14 @@ def _show_program(store: Any, args: argparse.Namespace, info: Any) -> int:
         )
     if info.status in ("suspended", "running"):
         for w in wps:
-            out.append(f"waits on:     {w.id} ({w.status})")
+            if (w.metadata or {}).get("kind") == "timeout":
+                due = iso_ms(w.timeout_at_ms) if w.timeout_at_ms is not None else "-"
+                out.append(f"times out:    {due} (timer {w.id}, {w.status})")
+            else:
+                out.append(f"waits on:     {w.id} ({w.status})")
     if info.status == "suspended":
-        out.append(
-            f"resume with:  harnpy waitpoint resume {info.worker_id} (once its wait is over)"
-        )
+        when = "its wait is over" if checkpoint_ready(store, info) else "once its wait is over"
+        out.append(f"resume with:  harnpy waitpoint resume {info.worker_id} ({when})")
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 

@@ -237,9 +237,13 @@ def park(
             raise HarnThrow(v)
         return v
     thread.runtime.write_err(
-        f"harnpy: parked on waitpoint {', '.join(ids)} (checkpoint {ref}); complete it with "
-        f"`harnpy waitpoint complete {shlex.quote(ids[0])} JSON`, then "
-        "`harnpy waitpoint resume`\n"
+        f"harnpy: parked on waitpoint {', '.join(ids)} (checkpoint {ref}); "
+        + (
+            f"complete it with `harnpy waitpoint complete {shlex.quote(ids[0])} JSON`"
+            if len(ids) == 1
+            else "complete each with `harnpy waitpoint complete ID JSON`"
+        )
+        + ", then `harnpy waitpoint resume`\n"
     )
     raise SnapshotExit(ref)
 
