@@ -609,12 +609,17 @@ def test_waitpoint_show_shows_a_parked_and_a_finished_program(
     assert f"resume with:  harnpy waitpoint resume {prog}" in parked.stdout
     hint = run("workers", "show", prog, "--store", store_url, cwd=tmp_path)
     assert hint.returncode == 1 and f"`harnpy waitpoint show {prog}` shows it" in hint.stderr
+    assert "no wait for" not in hint.stderr
+    hint = run("workers", "resume", prog, "--store", store_url, cwd=tmp_path)
+    assert hint.returncode == 1 and f"`harnpy waitpoint resume {prog}` resumes it" in hint.stderr
     r = run("waitpoint", "complete", "x", '"ok"', "--resume", cwd=tmp_path, store=store_url)
     assert r.returncode == 0 and r.stdout.splitlines() == ["x completed", "ok"], r.stderr
     done = json.loads(
         run("waitpoint", "show", prog, "--json", cwd=tmp_path, store=store_url).stdout
     )
     assert done["status"] == "completed" and done["version"] == 2
+    again = run("waitpoint", "resume", prog, cwd=tmp_path, store=store_url)
+    assert again.returncode == 0 and f"{prog}: completed already" in again.stderr, again.stderr
     missing = run("waitpoint", "show", "prog-nope", cwd=tmp_path, store=store_url)
     assert missing.returncode == 1 and "no waitpoint or parked program prog-nope" in missing.stderr
 

@@ -374,8 +374,22 @@ def _find(store: Any, key: str, quiet: bool = False) -> Any:
     if rec is None and key and not key.startswith("worker_"):
         rec = store.find("worker_" + key)
     if rec is None and not quiet:
-        sys.stderr.write(f"harnpy workers: no wait for `{key}`\n")
+        _not_found(store, key)
     return rec
+
+
+def _not_found(store: Any, key: str) -> None:
+    """``no wait for KEY``, or, when ``KEY`` is a program checkpoint (``prog-...``, a run
+    parked on durable waitpoints, which ``harnpy workers`` does not drive), the commands
+    that do."""
+    if _is_program(store, key):
+        sys.stderr.write(
+            f"harnpy workers: `{key}` is a program checkpoint (a run parked on waitpoints), "
+            f"not a worker: `harnpy waitpoint show {key}` shows it, `harnpy waitpoint resume "
+            f"{key}` resumes it\n"
+        )
+    else:
+        sys.stderr.write(f"harnpy workers: no wait for `{key}`\n")
 
 
 def _show_parked(args: argparse.Namespace, store: Any) -> int | None:
@@ -456,12 +470,7 @@ def _show(args: argparse.Namespace, store: Any) -> int:
         shown = _show_parked(args, store)
         if shown is not None:
             return shown
-        sys.stderr.write(f"harnpy workers: no wait for `{args.id}`\n")
-        if _is_program(store, args.id):
-            sys.stderr.write(
-                f"harnpy workers: {args.id} is a program checkpoint (a run parked on "
-                f"waitpoints): `harnpy waitpoint show {args.id}` shows it\n"
-            )
+        _not_found(store, args.id)
         return 1
     data = rec.to_json()
     data["receipt"] = store.receipt(rec.id)

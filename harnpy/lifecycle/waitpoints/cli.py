@@ -341,7 +341,11 @@ def _nothing_resumed(store: Any, key: str | None) -> None:
     lines: list[str] = []
     for wid in wids:
         info = store.checkpoint_info(wid)
-        if info is None or info.status in ("completed", "failed", "cancelled"):
+        if info is None:
+            continue
+        if info.status in ("completed", "failed", "cancelled"):
+            if key is not None and rec is None:  # the program named: say it is done
+                lines.append(f"  {wid}: {info.status} already; nothing to resume")
             continue
         if info.status == "running":
             until = info.claim_expires_at_ms
