@@ -541,6 +541,11 @@ def test_the_timer_of_a_wait_cannot_be_completed_or_cancelled_by_hand(
     )
     r = run("run", "hand.harn", "--", timer.id, cwd=tmp_path, store=store_url)
     assert r.returncode == 0 and r.stdout.count("is the timer of a wait") == 2, (r.stdout, r.stderr)
+    (tmp_path / "bare.harn").write_text(
+        "pipeline main() { waitpoint_complete(argv()[0], 1) }\n", encoding="utf-8"
+    )
+    r = run("run", "bare.harn", "--", timer.id, cwd=tmp_path, store=store_url)
+    assert r.returncode == 1 and "E413" in r.stderr and "E411" not in r.stderr, r.stderr
     from harnpy.lifecycle.waitpoints import cancel_waitpoint, complete_waitpoint
     from harnpy.store import TimerWaitpoint
 

@@ -41,10 +41,12 @@ def _now_ms(thread: Any) -> int:
 
 
 def _store_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    from harnpy.store import StoreError
+    from harnpy.store import StoreError, TimerWaitpoint
 
     try:
         return fn(*args, **kwargs)
+    except TimerWaitpoint as e:  # the store is fine: this waitpoint is not to be finished
+        raise runtime_error(f"waitpoint: {e.message}", "E413") from None
     except StoreError as e:
         raise runtime_error(f"waitpoint store: {e.message}", "E411") from None
 
