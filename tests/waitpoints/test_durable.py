@@ -695,3 +695,42 @@ def test_waitpoint_show_of_a_program_lists_its_current_wait_only(
         assert run("waitpoint", "complete", wid, "1", cwd=tmp_path, store=store_url).returncode == 0
     shown = run("waitpoint", "show", prog, cwd=tmp_path, store=store_url).stdout
     assert shown.splitlines()[-1].endswith("(its wait is over)"), shown
+
+
+def test_sigterm_to_waitpoint_resume_puts_the_park_back(tmp_path: Path, store_url: str) -> None:
+    """SIGTERM to `harnpy waitpoint resume` while the resumed program runs: `interrupted`,
+    exit 143, the park put back (it was a HarnInterrupt traceback, exit 1); the checkpoint
+    reference the park printed names it from a shell with no store set."""
+    (tmp_path / "p.harn").write_text(SLOW_AFTER_WAKE, encoding="utf-8")
+    parked = run("run", "p.harn", cwd=tmp_path, store=store_url)
+    assert parked.returncode == 3
+    ref = parked.stderr.split("(checkpoint ", 1)[1].split(")", 1)[0]
+    shown = run("waitpoint", "show", ref, cwd=tmp_path)  # no HARNPY_STORE: the ref names it
+    assert shown.returncode == 0 and "status:       suspended" in shown.stdout, shown.stderr
+    worker_id = ref.rsplit("#", 1)[1]
+    st = _store(store_url)
+    try:
+        assert st.complete_waitpoint("go", 1)
+        env = dict(os.environ, HARNPY_STORE=store_url)
+        env.pop("HARNPY_DEBUG", None)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "harnpy", "waitpoint", "resume"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            info = st.checkpoint_info(worker_id)
+            if info is not None and info.status == "running":  # resumed: the program sleeps
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 143, err
+        assert "Traceback" not in err and "interrupted" in err, err
+        info = st.checkpoint_info(worker_id)
+        assert info is not None and info.status == "suspended"
+    finally:
+        st.close()
+    again = run("waitpoint", "resume", ref, cwd=tmp_path, timeout=60)
+    assert again.returncode == 0 and again.stdout == "finished\n", again.stderr

@@ -80,12 +80,17 @@ def _err(text: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``harnpy waitpoint ...``; returns the exit status (module docstring)."""
+    from harnpy.runtime.errors import HarnInterrupt
     from harnpy.store import StoreError, configured_store_url
 
     cmd = getattr(args, "waitpoint_command", None)
     if cmd is None:
         _err("harnpy waitpoint: error: give ls, show ID, complete ID JSON, cancel ID or resume")
         return 2
+    ref_id = getattr(args, "id", None)
+    if isinstance(ref_id, str) and "#" in ref_id and args.store is None:
+        # the checkpoint reference a park prints: `<store url>#<checkpoint id>`
+        args.store, args.id = ref_id.rsplit("#", 1)
     try:
         url = configured_store_url(args.store)
     except StoreError as e:
@@ -131,6 +136,11 @@ def main(args: argparse.Namespace) -> int:
         _err(f"harnpy waitpoint {cmd}: error: {e.message}")
         return 2
     except KeyboardInterrupt:
+        _err("harnpy: interrupted")
+        return 130
+    except HarnInterrupt:
+        # Ctrl-C / SIGTERM while a resumed program ran here: its finally blocks ran, its
+        # park and claim were put back
         _err("harnpy: interrupted")
         return 130
 

@@ -237,7 +237,8 @@ def park(
             raise HarnThrow(v)
         return v
     thread.runtime.write_err(
-        f"harnpy: parked on waitpoint {', '.join(ids)} (checkpoint {ref}); "
+        f"harnpy: parked on waitpoint{'s' if len(ids) > 1 else ''} {', '.join(ids)} "
+        f"(checkpoint {ref}); "
         + (
             f"complete it with `harnpy waitpoint complete {shlex.quote(ids[0])} JSON`"
             if len(ids) == 1
