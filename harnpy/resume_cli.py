@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from typing import Any
 
@@ -237,9 +238,10 @@ def resume_main(args: Any) -> int:
         return resume_worker_main(args, path, events)
     if kind == "stored_program":
         write_err(
-            f"harnpy run --resume: error: {args.resume} is a program parked on a waitpoint; it "
-            "resumes when its waitpoint completes: `harnpy waitpoint complete ID JSON`, then "
-            "`harnpy waitpoint resume`\n"
+            f"harnpy run --resume: error: {args.resume} is a program parked on a waitpoint; "
+            f"`harnpy waitpoint show {shlex.quote(path)}` shows what it waits on, and "
+            f"`harnpy waitpoint resume {shlex.quote(path)}` resumes it once that is "
+            "complete\n"
         )
         return 2
     if getattr(args, "input", None) is not None:

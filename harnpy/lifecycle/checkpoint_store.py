@@ -311,6 +311,12 @@ def stored_worker_ref(
             if info is not None and (info.mode != PROGRAM_MODE or info.status == "corrupt"):
                 infos[i] = info
     hits = resolve_worker(target, infos, lambda i: infos[i].status == "suspended")
+    if not hits and target.startswith("prog-"):
+        # a program checkpoint named by its full id: found, so that the resume says how
+        # such a run resumes (`harnpy waitpoint resume`), not that there is no such file
+        info = store.checkpoint_info(target)
+        if info is not None and info.mode == PROGRAM_MODE:
+            return store.checkpoint_ref(target)
     if len(hits) == 1:
         return store.checkpoint_ref(hits[0])
     if hits and several is not None:

@@ -615,6 +615,9 @@ def test_waitpoint_show_shows_a_parked_and_a_finished_program(
     hint = run("workers", "show", prog, "--store", store_url, cwd=tmp_path)
     assert hint.returncode == 1 and f"`harnpy waitpoint show {prog}` shows it" in hint.stderr
     assert "no wait for" not in hint.stderr
+    by_id = run("run", "--resume", prog, cwd=tmp_path, store=store_url)
+    assert by_id.returncode == 2 and "is a program parked on a waitpoint" in by_id.stderr
+    assert "`harnpy waitpoint resume " in by_id.stderr and "E404" not in by_id.stderr
     hint = run("workers", "resume", prog, "--store", store_url, cwd=tmp_path)
     assert hint.returncode == 1 and f"`harnpy waitpoint resume {prog}` resumes it" in hint.stderr
     r = run("waitpoint", "complete", "x", '"ok"', "--resume", cwd=tmp_path, store=store_url)
