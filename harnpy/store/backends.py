@@ -206,8 +206,8 @@ class SqliteBackend(Backend):
             self._db.close()
             shown = ", ".join(tables[:3]) + (", ..." if len(tables) > 3 else "")
             raise StoreError(
-                f"store {url}: {path} is the SQLite database of something else (tables "
-                f"{shown}; no harnpy_schema); name another file",
+                f"store {url}: {path} is not a harnpy store but the SQLite database of "
+                f"something else (tables {shown}; no harnpy_schema); name another file",
                 "config",
             )
         os.chmod(path, 0o600)  # a store (or an empty file becoming one): private

@@ -190,7 +190,9 @@ def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path)
     junk.write_text("not a database\n")
     for f in (other, junk):
         os.chmod(f, 0o644)
-    with pytest.raises(StoreError, match="app.db is the SQLite database of something else"):
+    with pytest.raises(
+        StoreError, match="app.db is not a harnpy store but the SQLite database of something else"
+    ):
         open_store(str(other))
     with pytest.raises(StoreError, match="junk.db is not an SQLite database"):
         open_store(str(junk))

@@ -244,7 +244,9 @@ def _no_store(args: argparse.Namespace, path: str) -> int:
         if shown is not None:
             return shown
     if cmd in ("show", "resume", "close"):
-        sys.stderr.write(f"harnpy workers: no wait for `{args.id}` (no wait store at {path})\n")
+        sys.stderr.write(
+            f"harnpy workers: error: no wait for `{args.id}` (no wait store at {path})\n"
+        )
         if cmd == "resume":
             sys.stderr.write(
                 "harnpy workers: without a store, resume a parked worker with "
@@ -384,12 +386,12 @@ def _not_found(store: Any, key: str) -> None:
     that do."""
     if _is_program(store, key):
         sys.stderr.write(
-            f"harnpy workers: `{key}` is a program checkpoint (a run parked on waitpoints), "
+            f"harnpy workers: error: `{key}` is a program checkpoint (a run parked on waitpoints), "
             f"not a worker: `harnpy waitpoint show {key}` shows it, `harnpy waitpoint resume "
             f"{key}` resumes it\n"
         )
     else:
-        sys.stderr.write(f"harnpy workers: no wait for `{key}`\n")
+        sys.stderr.write(f"harnpy workers: error: no wait for `{key}`\n")
 
 
 def _show_parked(args: argparse.Namespace, store: Any) -> int | None:
@@ -406,7 +408,7 @@ def _show_parked(args: argparse.Namespace, store: Any) -> int | None:
         return None
     if len(hits) > 1:
         sys.stderr.write(
-            f"harnpy workers: `{args.id}` is the start of {len(hits)} worker ids; give more of it\n"
+            f"harnpy workers: error: `{args.id}` is the start of {len(hits)} worker ids; give more of it\n"
         )
         return 1
     row = rows[hits[0]]

@@ -62,7 +62,12 @@ def existing_store(url: StoreURL | str) -> SqlStore:
             return _OPEN[parsed.target]
     if parsed.kind == "sqlite" and not os.path.isfile(parsed.target):
         raise StoreError(f"store {parsed.display}: no such database file", "unreachable")
-    probe = open_store(parsed, migrate=False)
+    try:
+        probe = open_store(parsed, migrate=False)
+    except StoreError as e:
+        if e.kind == "config" and parsed.kind == "sqlite":  # another program's file
+            raise StoreError(e.message, "unreachable") from None
+        raise
     try:
         empty = probe.schema_version() == 0
     finally:
