@@ -15,7 +15,7 @@ import socket
 import sys
 from typing import Any
 
-from harnpy.clitext import MAX_POSITIVE_INT
+from harnpy.lifecycle.cli_args import MAX_POSITIVE_INT
 
 __all__ = ["add_subparsers", "parse_bind"]
 

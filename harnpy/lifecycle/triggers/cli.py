@@ -33,7 +33,7 @@ import argparse
 import sys
 from typing import Any
 
-from harnpy.clitext import positive_int
+from harnpy.lifecycle.cli_args import positive_int
 
 
 def add_subparsers(sub: Any) -> None:

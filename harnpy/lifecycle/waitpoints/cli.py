@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any
 
-from harnpy.clitext import positive_int
+from harnpy.lifecycle.cli_args import positive_int
 
 #: Help text of ``--upgrade-code`` on the commands that resume parked programs.
 UPGRADE_HELP = (
