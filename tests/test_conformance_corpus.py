@@ -25,6 +25,12 @@ def test_conformance_corpus_meets_the_floor(shared_dir) -> None:  # type: ignore
         if kind == "skip":
             continue
         ok, reason = run_case(path, kind, timeout=20)
+        if not ok and rel.startswith("tests/concurrency/"):
+            # a few concurrency cases compare wall-clock sleeps with timers of a few ms
+            # (supervisor_restart_window: restarts 5 ms apart inside a 30 ms sleep); on a
+            # loaded CI machine one can miss: it runs once more, and must pass then
+            print(f"conformance: {rel} failed once ({reason}); run again")
+            ok, reason = run_case(path, kind, timeout=20)
         if ok:
             passed += 1
         else:
