@@ -261,6 +261,16 @@ def _recover_park(path: str | None) -> None:
         pass
 
 
+def _held_live(path: str | None, record: dict[str, Any]) -> bool:
+    """Whether a worker snapshot that says ``running`` is held by a live resume: a store
+    row shows ``running`` only under a live lease (a dead owner's claim ends with it, and
+    the park shows again); a file, while its owner process runs."""
+    from harnpy.lifecycle.checkpoint_store import is_store_ref
+    from harnpy.lifecycle.suspend import owner_alive
+
+    return is_store_ref(path or "") or owner_alive(record)
+
+
 def _crash_hook(point: str) -> None:
     if os.environ.get(CRASH_ENV) == point:
         sys.stdout.flush()
@@ -484,12 +494,9 @@ class WorkerRunner:
         path = rec.snapshot_path
         read = _read_worker_record(path) if path else None
         if read is not None and read[1].get("status") == "running":
-            from harnpy.lifecycle.checkpoint_store import is_store_ref
-            from harnpy.lifecycle.suspend import owner_alive, recover_stale_claim
+            from harnpy.lifecycle.suspend import recover_stale_claim
 
-            if is_store_ref(path or "") or owner_alive(read[1]):
-                # a store row shows ``running`` only under a live lease (a dead owner's
-                # claim ends with it, and the park shows again)
+            if _held_live(path, read[1]):
                 return "in_progress"
             # its resume claimed the snapshot and died without committing a next state
             # (after the recovery at the start of :meth:`_handle` looked: the owner still
@@ -508,15 +515,11 @@ class WorkerRunner:
         """Whether ``rec``'s worker snapshot says ``running`` under a live claim: a store
         row's live lease, or a file whose owner process still runs (a dead owner's park
         was put back at the start of :meth:`_handle`)."""
-        from harnpy.lifecycle.checkpoint_store import is_store_ref
-        from harnpy.lifecycle.suspend import owner_alive
         from harnpy.lifecycle.triggers._util import _read_worker_record
 
         path = rec.snapshot_path
         read = _read_worker_record(path) if path else None
-        if read is None or read[1].get("status") != "running":
-            return False
-        return is_store_ref(path or "") or owner_alive(read[1])
+        return read is not None and read[1].get("status") == "running" and _held_live(path, read[1])
 
     def _stale(self, rec: WaitRecord, cause: str) -> str | None:
         """The ``HARN-SUS-006`` text when ``rec``'s worker snapshot shows that the wait no
