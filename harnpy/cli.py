@@ -134,17 +134,6 @@ _SINGLE_COMMANDS = frozenset(
 )
 
 
-def _positive_int(text: str) -> int:
-    """An argparse ``type``: a whole number of at least 1 (``--max-depth 0`` is refused)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
-
-
 def build_parser(full: bool = True, only: str | None = None) -> argparse.ArgumentParser:
     """The argparse parser of every subcommand: ``run``, ``check``, ``test``, ``repl`` and the
     worker commands of :mod:`harnpy.lifecycle.triggers.cli`.
@@ -199,6 +188,8 @@ def build_parser(full: bool = True, only: str | None = None) -> argparse.Argumen
 
 
 def _add_run(sub: Any) -> None:
+    from harnpy.lifecycle.cli_args import positive_int
+
     run = sub.add_parser(
         "run",
         help="run a .harn file (or -e CODE, or --resume SNAPSHOT)",
@@ -224,7 +215,7 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--llm-mock-record", metavar="FILE", help="record LLM replies as JSONL")
     run.add_argument(
         "--max-depth",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="Harn frame limit, at least 1 (default: 10000)",
