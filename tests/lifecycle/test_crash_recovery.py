@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -266,17 +267,9 @@ def test_a_runner_killed_between_receipt_and_claim_loses_no_resume(tmp_path: Pat
     assert _steps(tmp_path) == 1
 
 
-def test_a_resume_that_dies_after_the_runner_looked_is_run_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The resume a receipt announced claimed the worker's snapshot file and was still
-    alive when the runner's recovery looked at it (a replica whose lease lapsed under
-    load), then died before the runner read the receipt's state: the snapshot says
-    ``running`` under a dead owner. That resume took no effect; the runner puts its park
-    back and resumes it again (it used to record the wait as ``recovered`` and leave the
-    worker ``running`` for ever)."""
-    from harnpy.lifecycle.checkpoint_store import checkpoint_for
-    from harnpy.lifecycle.triggers import runner as runner_mod
+def _due_file_park(tmp_path: Path) -> tuple[Any, Any, str, dict[str, str]]:
+    """TRIGGER_PARK parked with the waits in an SQLite store and the checkpoint a file of
+    the state directory, its timeout due now: ``(store, wait, snapshot path, env)``."""
     from harnpy.lifecycle.triggers.store import open_store
 
     store_path = str(tmp_path / "s.sqlite3")
@@ -290,6 +283,22 @@ def test_a_resume_that_dies_after_the_runner_looked_is_run_again(
     assert os.path.isfile(snap)  # a file of the state directory
     wait.deadline_ms = 1  # the timeout is due now
     s.update(wait)
+    return s, wait, snap, env
+
+
+def test_a_resume_that_dies_after_the_runner_looked_is_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resume a receipt announced claimed the worker's snapshot file and was still
+    alive when the runner's recovery looked at it (a replica whose lease lapsed under
+    load), then died before the runner read the receipt's state: the snapshot says
+    ``running`` under a dead owner. That resume took no effect; the runner puts its park
+    back and resumes it again (it used to record the wait as ``recovered`` and leave the
+    worker ``running`` for ever)."""
+    from harnpy.lifecycle.checkpoint_store import checkpoint_for
+    from harnpy.lifecycle.triggers import runner as runner_mod
+
+    s, wait, snap, env = _due_file_park(tmp_path)
     # a runner claimed the wait, its shim wrote the receipt, its resume claimed the file
     now = int(time.time() * 1000)
     c = s.claim(wait.id, "runner-lapsed", now, 200)
@@ -334,18 +343,8 @@ def test_a_wait_due_while_a_resume_by_hand_runs_waits_for_it(
     wait."""
     from harnpy.lifecycle.checkpoint_store import checkpoint_for
     from harnpy.lifecycle.triggers import runner as runner_mod
-    from harnpy.lifecycle.triggers.store import open_store
 
-    store_path = str(tmp_path / "s.sqlite3")
-    env = {**ENV, "HARNPY_STORE": store_path}
-    (tmp_path / "w.harn").write_text(TRIGGER_PARK)
-    p = harnpy("run", "w.harn", cwd=tmp_path, env=env)
-    assert p.returncode == 0 and p.stdout.strip() == "suspended", p.stderr
-    s = open_store(store_path)
-    (wait,) = s.list_waits()
-    snap = str(wait.snapshot_path)
-    wait.deadline_ms = 1  # the timeout is due now
-    s.update(wait)
+    s, wait, snap, env = _due_file_park(tmp_path)
     by_hand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         ck, key = checkpoint_for(snap)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -485,6 +486,30 @@ def test_harnpy_worker_claims_parked_programs_with_its_lease(
         st.close()
 
 
+def _sigterm_once_running(
+    args: list[str], cwd: Path, store_url: str, st: Any, worker_id: str, settle_s: float
+) -> tuple[int, str]:
+    """Start ``harnpy ARGS`` on ``store_url``, wait until it holds ``worker_id`` (the
+    checkpoint shows ``running``: the resumed program sleeps), ``settle_s`` seconds more,
+    then SIGTERM it; its exit status and stderr."""
+    env = dict(os.environ, HARNPY_STORE=store_url)
+    env.pop("HARNPY_DEBUG", None)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "harnpy", *args],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        info = st.checkpoint_info(worker_id)
+        if info is not None and info.status == "running":
+            break
+        time.sleep(0.05)
+    time.sleep(settle_s)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    return p.returncode, err
+
+
 def test_sigterm_to_harnpy_worker_mid_resume_puts_the_park_back_and_exits_143(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -493,22 +518,11 @@ def test_sigterm_to_harnpy_worker_mid_resume_puts_the_park_back_and_exits_143(
     st = _store(store_url)
     try:
         assert st.complete_waitpoint("go", 1)
-        env = dict(os.environ, HARNPY_STORE=store_url)
-        env.pop("HARNPY_DEBUG", None)
-        w = subprocess.Popen(
-            [sys.executable, "-m", "harnpy", "worker", "--poll-ms", "100"],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            (info,) = st.list_checkpoints()
-            if info.status == "running":  # the worker claimed it: the program sleeps
-                break
-            time.sleep(0.05)
-        time.sleep(0.5)
-        w.send_signal(signal.SIGTERM)
-        out, err = w.communicate(timeout=30)
-        assert w.returncode == 143, err
+        (worker_id,) = [i.worker_id for i in st.list_checkpoints()]
+        rc, err = _sigterm_once_running(
+            ["worker", "--poll-ms", "100"], tmp_path, store_url, st, worker_id, 0.5
+        )
+        assert rc == 143, err
         assert "Traceback" not in err and "stopped" in err, err
         (info,) = st.list_checkpoints()
         assert info.status == "suspended"  # the park and its claim were put back
@@ -714,22 +728,10 @@ def test_sigterm_to_waitpoint_resume_puts_the_park_back(tmp_path: Path, store_ur
     st = _store(store_url)
     try:
         assert st.complete_waitpoint("go", 1)
-        env = dict(os.environ, HARNPY_STORE=store_url)
-        env.pop("HARNPY_DEBUG", None)
-        p = subprocess.Popen(
-            [sys.executable, "-m", "harnpy", "waitpoint", "resume"],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            info = st.checkpoint_info(worker_id)
-            if info is not None and info.status == "running":  # resumed: the program sleeps
-                break
-            time.sleep(0.05)
-        time.sleep(0.3)
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=30)
-        assert p.returncode == 143, err
+        rc, err = _sigterm_once_running(
+            ["waitpoint", "resume"], tmp_path, store_url, st, worker_id, 0.3
+        )
+        assert rc == 143, err
         assert "Traceback" not in err and "interrupted" in err, err
         info = st.checkpoint_info(worker_id)
         assert info is not None and info.status == "suspended"
